@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The algorithm interface. An algorithm turns one collective call (coll_args_t) into a
+ * schedule for one rank; it never sees transports, pointers or the network. The registry
+ * lists them; the tuner (cost_us) and COLL_ALGO pick one per call.
+ */
+#ifndef COLL_ALGO_H
+#define COLL_ALGO_H
+
+#include "sched.h"
+
+typedef enum {
+    COLL_OP_ALLREDUCE,
+    COLL_OP_REDUCE_SCATTER,
+    COLL_OP_ALLGATHER,
+    COLL_OP_BROADCAST,
+    COLL_OP_REDUCE,
+    COLL_OP_ALLTOALL,
+    COLL_OP_BARRIER,
+    COLL_OP_SEND,
+    COLL_OP_RECV,
+    COLL_OP_COUNT
+} coll_op_t;
+
+const char *coll_op_name(coll_op_t op);
+
+/* A collective call as the algorithm sees it. */
+typedef struct coll_args {
+    coll_op_t    coll;
+    size_t       count;    /* elements as in the API: recvcount (reduce_scatter), sendcount
+                              (allgather), per-peer count (alltoall), count otherwise */
+    coll_dtype_t dtype;
+    coll_redop_t op;       /* may be AVG */
+    int          root;     /* broadcast/reduce root; send/recv peer; else -1 */
+    int          in_place; /* NCCL's in-place rule held for this call (see below) */
+    size_t       chunk_bytes; /* pipeline chunk (COLL_CHUNK_SIZE), > 0 */
+} coll_args_t;
+
+/*
+ * Buffers in place: when args->in_place is set the schedule must reference only the buffer
+ * that holds both roles, so the dependency analysis sees one memory:
+ *   allreduce, broadcast, reduce: COLL_BUF_RECV only (it is also the input);
+ *   reduce_scatter: COLL_BUF_SEND only; the result goes to offset rank * recvcount * esize;
+ *   allgather: COLL_BUF_RECV only; the own block is already at rank * sendcount * esize.
+ * alltoall in place is rejected by the API.
+ */
+
+typedef struct coll_algo {
+    const char *name;   /* value accepted by COLL_ALGO: "ring", "chain", "pairwise", ... */
+    const char *desc;   /* one line, printed by collinfo */
+    uint32_t    colls;  /* bitmask of (1u << coll_op_t) */
+    /* Pure: can it run this call on nranks ranks? */
+    int (*supported)(int nranks, const coll_args_t *args);
+    /* Pure: predicted time in microseconds with a simple alpha-beta model. */
+    double (*cost_us)(int nranks, const coll_args_t *args, double alpha_us, double beta_us_per_byte);
+    /* Build this rank's schedule into an initialised s (the caller finalizes it). */
+    coll_result_t (*build)(int rank, int nranks, const coll_args_t *args, coll_sched_t *s);
+} coll_algo_t;
+
+int                coll_algo_registry_count(void);
+const coll_algo_t *coll_algo_registry_get(int i);
+const coll_algo_t *coll_algo_registry_find(const char *name);
+/* The algorithm for a call: COLL_ALGO override if it names a supported one, else the cheapest
+ * supported by cost_us. Never NULL for a valid call. */
+const coll_algo_t *coll_algo_select(int nranks, const coll_args_t *args, const char *override);
+
+#endif

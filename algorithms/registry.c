@@ -1,0 +1,337 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The algorithm table: every built-in algorithm with the collectives it implements, when it
+ * applies, its alpha-beta cost model and its builders; lookup by name, and the selection of
+ * one algorithm per call (COLL_ALGO-style override, else the cheapest). It does not read the
+ * environment (the caller passes the override string) and does not measure anything: the
+ * constants below are a stand-in until a tuner calibrates them.
+ */
+#include "algo.h"
+
+#include <string.h>
+#include "basic/basic.h"
+#include "log.h"
+#include "ring/ring.h"
+
+/*
+ * Default link model for coll_algo_select(): alpha = 5 us per message (a small message over
+ * TCP or a shared-memory wake-up on a loaded host), beta = 1 / (5 GB/s) = 2e-4 us per byte (a
+ * memory copy or a fast NIC). Only the ratio matters when algorithms are compared.
+ */
+#define ALGO_ALPHA_US         5.0
+#define ALGO_BETA_US_PER_BYTE (1e6 / 5e9)
+
+#define ALGO_BIT(_op) (1u << (_op))
+
+static const char *const algo_op_names[COLL_OP_COUNT] = {[COLL_OP_ALLREDUCE] = "allreduce",
+                                                         [COLL_OP_REDUCE_SCATTER] =
+                                                             "reduce_scatter",
+                                                         [COLL_OP_ALLGATHER] = "allgather",
+                                                         [COLL_OP_BROADCAST] = "broadcast",
+                                                         [COLL_OP_REDUCE]    = "reduce",
+                                                         [COLL_OP_ALLTOALL]  = "alltoall",
+                                                         [COLL_OP_BARRIER]   = "barrier",
+                                                         [COLL_OP_SEND]      = "send",
+                                                         [COLL_OP_RECV]      = "recv"};
+
+const char *coll_op_name(coll_op_t op)
+{
+    return ((unsigned)op < COLL_OP_COUNT) ? algo_op_names[op] : "invalid";
+}
+
+static double algo_bytes(const coll_args_t *args)
+{
+    return (double)args->count * (double)coll_dtype_size(args->dtype);
+}
+
+/* Messages of a chunked transfer of the call's data (at least one). */
+static double algo_chunks(const coll_args_t *args)
+{
+    uint64_t bytes = (uint64_t)args->count * coll_dtype_size(args->dtype);
+    uint64_t chunk = (args->chunk_bytes > 0) ? args->chunk_bytes : 1;
+    uint64_t k     = bytes / chunk + (bytes % chunk != 0 ? 1 : 0);
+
+    return (k < 1) ? 1.0 : (double)k;
+}
+
+/* ---- ring / chain ---- */
+
+static int ring_supported(int nranks, const coll_args_t *args)
+{
+    if (nranks < 1 || coll_dtype_size(args->dtype) == 0) {
+        return 0;
+    }
+    if (args->coll == COLL_OP_BROADCAST || args->coll == COLL_OP_REDUCE) {
+        return args->root >= 0 && args->root < nranks;
+    }
+    return args->coll == COLL_OP_ALLREDUCE || args->coll == COLL_OP_REDUCE_SCATTER ||
+           args->coll == COLL_OP_ALLGATHER;
+}
+
+/* Ring phases: every rank sends (n-1)/n of the data per phase in n-1 messages. Chains: the
+ * pipeline fills in n-1 chunk times, then delivers one chunk per chunk time. */
+static double ring_cost_us(int nranks, const coll_args_t *args, double alpha, double beta)
+{
+    double n = nranks, bytes = algo_bytes(args), k, chunk;
+
+    if (nranks <= 1) {
+        return 0.0;
+    }
+    switch (args->coll) {
+    case COLL_OP_ALLREDUCE:
+        return 2.0 * (n - 1.0) * alpha + 2.0 * (n - 1.0) / n * bytes * beta;
+    case COLL_OP_REDUCE_SCATTER:
+    case COLL_OP_ALLGATHER: /* count is the per-rank block */
+        return (n - 1.0) * (alpha + bytes * beta);
+    default:
+        k     = algo_chunks(args);
+        chunk = bytes / k;
+        return (n - 1.0 + k - 1.0) * (alpha + chunk * beta);
+    }
+}
+
+static coll_result_t ring_build(int rank, int nranks, const coll_args_t *args, coll_sched_t *s)
+{
+    switch (args->coll) {
+    case COLL_OP_ALLREDUCE:
+        return coll_ring_allreduce_build(rank, nranks, args, s);
+    case COLL_OP_REDUCE_SCATTER:
+        return coll_ring_reduce_scatter_build(rank, nranks, args, s);
+    case COLL_OP_ALLGATHER:
+        return coll_ring_allgather_build(rank, nranks, args, s);
+    case COLL_OP_BROADCAST:
+        return coll_ring_broadcast_build(rank, nranks, args, s);
+    case COLL_OP_REDUCE:
+        return coll_ring_reduce_build(rank, nranks, args, s);
+    default:
+        coll_error(ALGO, "ring does not implement %s", coll_op_name(args->coll));
+        return COLL_ERR_UNSUPPORTED;
+    }
+}
+
+/* ---- pairwise alltoall ---- */
+
+static int pairwise_supported(int nranks, const coll_args_t *args)
+{
+    return nranks >= 1 && args->coll == COLL_OP_ALLTOALL && !args->in_place &&
+           coll_dtype_size(args->dtype) != 0;
+}
+
+static double pairwise_cost_us(int nranks, const coll_args_t *args, double alpha, double beta)
+{
+    return (nranks - 1) * (alpha * algo_chunks(args) + algo_bytes(args) * beta);
+}
+
+/* ---- dissemination barrier ---- */
+
+static int dissemination_supported(int nranks, const coll_args_t *args)
+{
+    return nranks >= 1 && args->coll == COLL_OP_BARRIER;
+}
+
+static double dissemination_cost_us(int nranks, const coll_args_t *args, double alpha, double beta)
+{
+    int rounds = 0;
+
+    for (long long d = 1; d < nranks; d *= 2) {
+        rounds++;
+    }
+    return rounds * alpha;
+}
+
+/* ---- direct send/recv ---- */
+
+static int direct_supported(int nranks, const coll_args_t *args)
+{
+    return (args->coll == COLL_OP_SEND || args->coll == COLL_OP_RECV) && args->root >= 0 &&
+           args->root < nranks && coll_dtype_size(args->dtype) != 0;
+}
+
+static double direct_cost_us(int nranks, const coll_args_t *args, double alpha, double beta)
+{
+    return alpha + algo_bytes(args) * beta;
+}
+
+/* ---- the table ---- */
+
+static const coll_algo_t algo_table[] = {
+    {.name  = "ring",
+     .desc  = "ring reduce-scatter/allgather, chained broadcast/reduce; chunk-pipelined",
+     .colls = ALGO_BIT(COLL_OP_ALLREDUCE) | ALGO_BIT(COLL_OP_REDUCE_SCATTER) |
+              ALGO_BIT(COLL_OP_ALLGATHER) | ALGO_BIT(COLL_OP_BROADCAST) | ALGO_BIT(COLL_OP_REDUCE),
+     .supported = ring_supported,
+     .cost_us   = ring_cost_us,
+     .build     = ring_build},
+    {.name      = "pairwise",
+     .desc      = "alltoall in n-1 rounds of exchanges with rank +k / -k, chunked",
+     .colls     = ALGO_BIT(COLL_OP_ALLTOALL),
+     .supported = pairwise_supported,
+     .cost_us   = pairwise_cost_us,
+     .build     = coll_pairwise_alltoall_build},
+    {.name      = "dissemination",
+     .desc      = "barrier in ceil(log2 n) rounds of zero-byte messages",
+     .colls     = ALGO_BIT(COLL_OP_BARRIER),
+     .supported = dissemination_supported,
+     .cost_us   = dissemination_cost_us,
+     .build     = coll_dissemination_barrier_build},
+    {.name      = "direct",
+     .desc      = "point-to-point send/recv, chunked",
+     .colls     = ALGO_BIT(COLL_OP_SEND) | ALGO_BIT(COLL_OP_RECV),
+     .supported = direct_supported,
+     .cost_us   = direct_cost_us,
+     .build     = coll_direct_build},
+};
+
+int coll_algo_registry_count(void)
+{
+    return (int)(sizeof(algo_table) / sizeof(algo_table[0]));
+}
+
+const coll_algo_t *coll_algo_registry_get(int i)
+{
+    return (i >= 0 && i < coll_algo_registry_count()) ? &algo_table[i] : NULL;
+}
+
+static const coll_algo_t *algo_find_n(const char *name, size_t len)
+{
+    for (int i = 0; i < coll_algo_registry_count(); i++) {
+        if (strlen(algo_table[i].name) == len && strncmp(algo_table[i].name, name, len) == 0) {
+            return &algo_table[i];
+        }
+    }
+    return NULL;
+}
+
+const coll_algo_t *coll_algo_registry_find(const char *name)
+{
+    return (name == NULL) ? NULL : algo_find_n(name, strlen(name));
+}
+
+static int algo_applies(const coll_algo_t *a, int nranks, const coll_args_t *args)
+{
+    return (unsigned)args->coll < COLL_OP_COUNT && (a->colls & ALGO_BIT(args->coll)) != 0 &&
+           a->supported(nranks, args);
+}
+
+/* One warning per process for a bad override, not one per call. */
+static void algo_warn_once(const char *spec, const char *what, size_t len, const char *name)
+{
+    static int warned;
+
+    if (__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED) == 0) {
+        coll_warn(ALGO, "algorithm override \"%s\": unknown %s \"%.*s\" ignored", spec, what,
+                  (int)len, name);
+    }
+}
+
+static int algo_op_find_n(const char *name, size_t len)
+{
+    for (int op = 0; op < COLL_OP_COUNT; op++) {
+        if (strlen(algo_op_names[op]) == len && strncmp(algo_op_names[op], name, len) == 0) {
+            return op;
+        }
+    }
+    return -1;
+}
+
+/* Name of an algorithm in the override: "auto" means no choice; unknown names warn. */
+static const coll_algo_t *algo_spec_algo(const char *spec, const char *name, size_t len)
+{
+    const coll_algo_t *a = algo_find_n(name, len);
+
+    if (a == NULL && !(len == 4 && strncmp(name, "auto", 4) == 0)) {
+        algo_warn_once(spec, "algorithm", len, name);
+    }
+    return a;
+}
+
+static void algo_trim(const char **str, size_t *len)
+{
+    while (*len > 0 && (**str == ' ' || **str == '\t')) {
+        (*str)++;
+        (*len)--;
+    }
+    while (*len > 0 && ((*str)[*len - 1] == ' ' || (*str)[*len - 1] == '\t')) {
+        (*len)--;
+    }
+}
+
+/*
+ * spec: comma-separated entries, each "algo" (for every collective it implements) or
+ * "coll:algo". A per-collective entry beats a generic one; among equals the first wins.
+ * Entries naming an algorithm that cannot run this call are skipped.
+ */
+static const coll_algo_t *algo_override(int nranks, const coll_args_t *args, const char *spec)
+{
+    const coll_algo_t *generic = NULL, *specific = NULL, *a;
+    const char        *p = spec;
+    int                op;
+
+    while (*p != '\0') {
+        const char *end = strchr(p, ',');
+        size_t      len = (end != NULL) ? (size_t)(end - p) : strlen(p);
+        const char *tok = p, *colon, *name;
+        size_t      clen, nlen;
+
+        p = (end != NULL) ? end + 1 : p + len;
+        algo_trim(&tok, &len);
+        if (len == 0) {
+            continue;
+        }
+        colon = memchr(tok, ':', len);
+        if (colon == NULL) {
+            a = algo_spec_algo(spec, tok, len);
+            if (generic == NULL && a != NULL && algo_applies(a, nranks, args)) {
+                generic = a;
+            }
+            continue;
+        }
+        clen = (size_t)(colon - tok);
+        name = colon + 1;
+        nlen = len - clen - 1;
+        algo_trim(&tok, &clen);
+        algo_trim(&name, &nlen);
+        op = algo_op_find_n(tok, clen);
+        if (op < 0) {
+            algo_warn_once(spec, "collective", clen, tok);
+            continue;
+        }
+        a = algo_spec_algo(spec, name, nlen);
+        if (op == (int)args->coll && specific == NULL && a != NULL) {
+            if (algo_applies(a, nranks, args)) {
+                specific = a;
+            } else {
+                coll_debug(ALGO, "override %s:%s cannot run this call; choosing by cost",
+                           coll_op_name(args->coll), a->name);
+            }
+        }
+    }
+    return (specific != NULL) ? specific : generic;
+}
+
+const coll_algo_t *coll_algo_select(int nranks, const coll_args_t *args, const char *override)
+{
+    const coll_algo_t *best      = NULL;
+    double             best_cost = 0.0;
+
+    if (override != NULL) {
+        best = algo_override(nranks, args, override);
+        if (best != NULL) {
+            return best;
+        }
+    }
+    for (int i = 0; i < coll_algo_registry_count(); i++) {
+        const coll_algo_t *a = &algo_table[i];
+        double             c;
+
+        if (!algo_applies(a, nranks, args)) {
+            continue;
+        }
+        c = a->cost_us(nranks, args, ALGO_ALPHA_US, ALGO_BETA_US_PER_BYTE);
+        if (best == NULL || c < best_cost) {
+            best      = a;
+            best_cost = c;
+        }
+    }
+    return best;
+}

@@ -1,0 +1,125 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Ring and chain algorithms: the block/chunk layout shared by every ring collective, the two
+ * ring phases (reduce-scatter, allgather) that allreduce composes, and one builder per
+ * collective. Pure schedule construction; the cost model and the algorithm table live in
+ * registry.c.
+ */
+#ifndef COLL_ALGO_RING_H
+#define COLL_ALGO_RING_H
+
+#include "algo.h"
+
+/*
+ * count elements cut into nranks blocks whose sizes differ by at most one element (the first
+ * count % nranks blocks get the extra one), each block cut into chunks of chunk_elems elements
+ * (the last chunk of a block may be shorter or, in a short block, empty). nchunks is the chunk
+ * count of the largest block; it is the tag stride, so every rank derives the same tags.
+ */
+typedef struct coll_ring_layout {
+    int      rank;
+    int      nranks;
+    size_t   esize;       /* bytes per element */
+    size_t   count;       /* elements over all blocks */
+    size_t   chunk_elems; /* >= 1 */
+    uint32_t nchunks;     /* chunks of the largest block, >= 1 when count > 0 */
+} coll_ring_layout_t;
+
+static inline int coll_ring_mod(long long x, int n)
+{
+    long long m = x % n;
+    return (int)(m < 0 ? m + n : m);
+}
+
+static inline size_t coll_ring_block_start(const coll_ring_layout_t *l, int b)
+{
+    size_t q = l->count / (size_t)l->nranks, rem = l->count % (size_t)l->nranks;
+    return (size_t)b * q + ((size_t)b < rem ? (size_t)b : rem);
+}
+
+static inline size_t coll_ring_block_count(const coll_ring_layout_t *l, int b)
+{
+    size_t q = l->count / (size_t)l->nranks, rem = l->count % (size_t)l->nranks;
+    return q + ((size_t)b < rem ? 1 : 0);
+}
+
+/* Elements of chunk c of block b (0: empty, no step is built for it). */
+static inline size_t coll_ring_chunk_count(const coll_ring_layout_t *l, int b, uint32_t c)
+{
+    size_t n = coll_ring_block_count(l, b), first = (size_t)c * l->chunk_elems;
+    if (first >= n) {
+        return 0;
+    }
+    return (n - first < l->chunk_elems) ? n - first : l->chunk_elems;
+}
+
+/* Byte offset of chunk c of block b from the start of a buffer laid out like the blocks. */
+static inline uint64_t coll_ring_chunk_off(const coll_ring_layout_t *l, int b, uint32_t c)
+{
+    return (uint64_t)(coll_ring_block_start(l, b) + (size_t)c * l->chunk_elems) * l->esize;
+}
+
+/* Fills l for count elements in total; fails if dtype or the chunk count is unusable. */
+coll_result_t coll_ring_layout_init(coll_ring_layout_t *l, int rank, int nranks,
+                                    const coll_args_t *args, size_t count);
+
+/* Tags 0 .. ntags-1 must fit in 32 bits; logs and returns COLL_ERR_UNSUPPORTED otherwise. */
+coll_result_t coll_ring_tags_fit(uint64_t ntags, const char *what);
+
+/* Copies len bytes in chunk_bytes pieces (element aligned), so a long copy does not hold up
+ * the engine; the pieces have no dependencies. */
+void coll_ring_copy_chunked(coll_sched_t *s, const coll_args_t *args, coll_buf_id_t dst_buf,
+                            uint64_t dst_off, coll_buf_id_t src_buf, uint64_t src_off,
+                            uint64_t len);
+
+/*
+ * Ring reduce-scatter phase: n-1 steps; at step t rank r sends block r-t-1 to r+1 and receives
+ * block r-t-2 from r-1, reducing it with its own input (RECV_REDUCE), so that after the last
+ * step it holds the reduced block r. Chunks flow independently; chunk c of step t uses tag
+ * tag_base + t * nchunks + c.
+ */
+typedef struct coll_ring_rs {
+    coll_buf_id_t in_buf;      /* own input: block b at coll_ring_chunk_off(b) */
+    coll_buf_id_t acc_buf;     /* partial results of steps 0 .. n-3 */
+    int           acc_by_step; /* 1: step t's partial at t * largest block bytes; 0: at block */
+    coll_buf_id_t out_buf;     /* the finished own block r ... */
+    uint64_t      out_off;     /* ... starting at this byte offset */
+    int           avg_div;     /* 1: a DIV step on every finished chunk (AVG) */
+    uint32_t      tag_base;
+    int          *send_idx;  /* out or NULL: [t * nchunks + c] send step index, -1 none */
+    int          *final_idx; /* out or NULL: [c] last step writing the own chunk, -1 none */
+} coll_ring_rs_t;
+
+coll_result_t coll_ring_rs_phase(coll_sched_t *s, const coll_ring_layout_t *l,
+                                 const coll_ring_rs_t *p);
+
+/*
+ * Ring allgather phase: n-1 steps; at step s rank r sends block r-s to r+1 (the own block at
+ * step 0, afterwards the block received at step s-1) and receives block r-s-1 from r-1.
+ * Tags tag_base + s * nchunks + c.
+ */
+typedef struct coll_ring_ag {
+    coll_buf_id_t own_buf; /* step 0 sends the own block from here ... */
+    uint64_t      own_off; /* ... starting at this byte offset */
+    coll_buf_id_t buf;     /* received blocks land at coll_ring_chunk_off(b) */
+    uint32_t      tag_base;
+    const int    *first_dep; /* NULL or [c]: step 0's send of chunk c waits for this step */
+    const int    *war;       /* NULL or [s * nchunks + c]: step s's receive waits for it */
+} coll_ring_ag_t;
+
+coll_result_t coll_ring_ag_phase(coll_sched_t *s, const coll_ring_layout_t *l,
+                                 const coll_ring_ag_t *p);
+
+/* Builders, one per collective (the caller finalizes). */
+coll_result_t coll_ring_allreduce_build(int rank, int nranks, const coll_args_t *args,
+                                        coll_sched_t *s);
+coll_result_t coll_ring_reduce_scatter_build(int rank, int nranks, const coll_args_t *args,
+                                             coll_sched_t *s);
+coll_result_t coll_ring_allgather_build(int rank, int nranks, const coll_args_t *args,
+                                        coll_sched_t *s);
+coll_result_t coll_ring_broadcast_build(int rank, int nranks, const coll_args_t *args,
+                                        coll_sched_t *s);
+coll_result_t coll_ring_reduce_build(int rank, int nranks, const coll_args_t *args,
+                                     coll_sched_t *s);
+
+#endif

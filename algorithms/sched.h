@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Schedules: one collective call on one rank as data. A schedule is a list of steps (send a byte
+ * range to a peer, receive one, receive and reduce on arrival, copy, divide) with explicit
+ * dependencies. Algorithms build schedules; the engine runs them; tests run them in a
+ * simulated network for any rank count. Offsets name one of three buffers, never pointers, so
+ * a schedule is cached per shape and printed with COLL_DEBUG=trace.
+ */
+#ifndef COLL_SCHED_H
+#define COLL_SCHED_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include "coll.h"
+
+typedef enum {
+    COLL_BUF_SEND    = 0, /* the caller's sendbuf */
+    COLL_BUF_RECV    = 1, /* the caller's recvbuf */
+    COLL_BUF_SCRATCH = 2, /* engine-provided, sched->scratch_bytes long */
+    COLL_BUF_COUNT
+} coll_buf_id_t;
+
+typedef enum {
+    COLL_STEP_SEND,        /* send len bytes at (src_buf, src_off) to peer */
+    COLL_STEP_RECV,        /* receive len bytes from peer into (dst_buf, dst_off) */
+    COLL_STEP_RECV_REDUCE, /* receive from peer; dst = op(src, incoming); src may equal dst */
+    COLL_STEP_COPY,        /* local: dst = src (len bytes; regions must not overlap) */
+    COLL_STEP_REDUCE,      /* local: dst = op(dst, src) */
+    COLL_STEP_DIV,         /* local: dst /= nranks, elementwise in dtype (the one AVG division) */
+    COLL_STEP_KIND_COUNT
+} coll_step_kind_t;
+
+typedef struct coll_step {
+    uint8_t  kind;       /* coll_step_kind_t */
+    uint8_t  src_buf;    /* coll_buf_id_t; SEND, RECV_REDUCE, COPY, REDUCE */
+    uint8_t  dst_buf;    /* coll_buf_id_t; RECV*, COPY, REDUCE, DIV */
+    uint8_t  pad_;
+    int32_t  peer;       /* SEND / RECV*: communicator rank */
+    uint32_t tag;        /* SEND / RECV*: equal on both sides; unique per ordered pair */
+    uint32_t ndeps;      /* steps that must complete first (filled by coll_sched_finalize) */
+    uint64_t src_off;
+    uint64_t dst_off;
+    uint64_t len;        /* bytes; a multiple of the dtype size */
+    uint32_t succ_start; /* successors: sched->succ[succ_start .. succ_start + succ_count) */
+    uint32_t succ_count;
+} coll_step_t;
+
+typedef struct coll_sched {
+    int          rank;
+    int          nranks;
+    coll_dtype_t dtype;
+    coll_redop_t op;            /* reduction used by RECV_REDUCE / REDUCE (never AVG) */
+    size_t       scratch_bytes; /* needed in COLL_BUF_SCRATCH */
+    coll_step_t *steps;
+    uint32_t     nsteps;
+    uint32_t     cap;
+    uint32_t    *succ;          /* successor lists (CSR), built by finalize */
+    uint32_t     nsucc;
+    /* builder state: dependency edges (from -> to), turned into succ[] by finalize */
+    uint32_t    *edges;
+    uint32_t     nedges;
+    uint32_t     edges_cap;
+    int          finalized;
+    coll_result_t build_error; /* first allocation failure while building */
+} coll_sched_t;
+
+/* op may be AVG: the schedule then reduces with SUM and the algorithm adds DIV steps. */
+void coll_sched_init(coll_sched_t *s, int rank, int nranks, coll_dtype_t dtype, coll_redop_t op);
+void coll_sched_destroy(coll_sched_t *s);
+
+/* Builders: each returns the new step's index (>= 0), or -1 after an allocation failure, which
+ * is also remembered in s->build_error (so callers may check once at the end). */
+int coll_sched_send(coll_sched_t *s, int peer, uint32_t tag, coll_buf_id_t buf, uint64_t off,
+                    uint64_t len);
+int coll_sched_recv(coll_sched_t *s, int peer, uint32_t tag, coll_buf_id_t buf, uint64_t off,
+                    uint64_t len);
+/* dst = op(operand, incoming) */
+int coll_sched_recv_reduce(coll_sched_t *s, int peer, uint32_t tag, coll_buf_id_t dst_buf,
+                           uint64_t dst_off, coll_buf_id_t operand_buf, uint64_t operand_off,
+                           uint64_t len);
+int coll_sched_copy(coll_sched_t *s, coll_buf_id_t dst_buf, uint64_t dst_off,
+                    coll_buf_id_t src_buf, uint64_t src_off, uint64_t len);
+int coll_sched_reduce(coll_sched_t *s, coll_buf_id_t dst_buf, uint64_t dst_off,
+                      coll_buf_id_t src_buf, uint64_t src_off, uint64_t len);
+int coll_sched_div(coll_sched_t *s, coll_buf_id_t buf, uint64_t off, uint64_t len);
+
+/* Step `step` may start only after step `after` completed. Ignored if either is < 0. */
+void coll_sched_dep(coll_sched_t *s, int step, int after);
+
+/* Builds successor lists and dependency counts; the schedule is immutable afterwards. */
+coll_result_t coll_sched_finalize(coll_sched_t *s);
+
+/* Checks a finalized schedule on its own: indices, lengths vs dtype, buffer use, acyclic.
+ * Returns COLL_OK or COLL_ERR_INTERNAL with a message in msg. */
+coll_result_t coll_sched_check(const coll_sched_t *s, char *msg, size_t msglen);
+
+/* One line per step, for COLL_DEBUG=trace and tests. */
+void coll_sched_print(const coll_sched_t *s, FILE *out);
+const char *coll_step_kind_name(coll_step_kind_t kind);
+
+#endif

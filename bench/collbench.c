@@ -1,0 +1,800 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * collbench.c -- nccl-tests-compatible benchmark of libcoll's collectives: the same flags,
+ * sweep, timing, busbw formulas and output lines (plus --csv, --json and -A ALGO). One rank per
+ * process, started by collrun like an MPI program; only rank 0 prints the table. The
+ * collectives themselves (counts, patterns, checks) are described in collbench_ops.c. It
+ * uses only the public coll.h; it does not measure device memory and has no -m/-G/-I modes.
+ */
+#include "collbench.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CB_MAX_WRONG_REPORTS 8 /* messages about wrong values per rank */
+
+/* ---- options ---- */
+
+typedef struct {
+    const cb_coll_t *coll;
+    size_t           minbytes, maxbytes, stepbytes;
+    long             stepfactor;
+    int              iters, warmup, check, cycles, average, blocking, timeout;
+    int              dtype, op, root; /* -1: all */
+    const char      *algo, *csv, *json;
+} cb_opts_t;
+
+/* Per-process state of the run. */
+typedef struct {
+    cb_opts_t    o;
+    coll_comm_t *comm;
+    int          rank, nranks;
+    char        *salloc, *ralloc; /* buffers with their guard zones */
+    double       table[CB_PERIOD];
+    FILE        *csv, *json;
+    int          json_first;
+    double       bw_sum;
+    long         bw_count;
+    uint64_t     errors;  /* results with wrong values + values changed out of bounds */
+    int          reports; /* wrong-value messages printed by this rank */
+} cb_ctx_t;
+
+/* One half (out-of-place or in-place) of a result line. */
+typedef struct {
+    int      skipped; /* no in-place variant */
+    double   time_us, algbw, busbw;
+    uint64_t wrong;
+} cb_half_t;
+
+static void cb_usage(FILE *f, const char *prog)
+{
+    fprintf(f,
+            "usage: collrun -n N %s [options]\n"
+            "nccl-tests-compatible benchmark of libcoll collectives (only rank 0 prints).\n"
+            "  -C, --coll NAME          allreduce|reduce_scatter|allgather|broadcast|reduce|"
+            "alltoall\n"
+            "                           (default allreduce, or from the program name, e.g. "
+            "all_reduce_perf)\n"
+            "  -b, --minbytes SIZE      smallest size, suffix K/M/G (default 32M)\n"
+            "  -e, --maxbytes SIZE      largest size (default 32M)\n"
+            "  -i, --stepbytes SIZE     additive step (default 1M)\n"
+            "  -f, --stepfactor N       multiplicative step, used when > 1 (default off)\n"
+            "  -n, --iters N            timed iterations per size (default 20)\n"
+            "  -w, --warmup_iters N     warm-up iterations per size (default 1)\n"
+            "  -N, --run_cycles N       repeat the sweep N times, 0 = forever (default 1)\n"
+            "  -c, --check N            checked iterations, 0 disables checking (default 1)\n"
+            "  -o, --op OP              sum|prod|min|max|avg|all (default sum)\n"
+            "  -d, --datatype TYPE      int8|uint8|int32|uint32|int64|uint64|half|float|double|"
+            "bfloat16|all\n"
+            "                           (aliases char int fp16 float16 float32 float64 bf16; "
+            "default float)\n"
+            "  -r, --root R             root of broadcast/reduce, or all (default 0)\n"
+            "  -a, --average N          time across ranks: 0 rank 0, 1 avg, 2 min, 3 max "
+            "(default 1)\n"
+            "  -z, --blocking N         1: barrier after every iteration, 3: likewise but not "
+            "timed\n"
+            "  -T, --timeout SEC        COLL_TIMEOUT for this run\n"
+            "  -A, --algo NAME          COLL_ALGO for this run, e.g. ring\n"
+            "      --csv FILE           also write the results as CSV\n"
+            "  -J, --json FILE          also write the results as JSON\n"
+            "  -t 1, -g 1               accepted: one rank per process;  -h, --help  this help\n",
+            prog);
+}
+
+/* nccl-tests' size syntax: a number with an optional K, M or G (binary) suffix. */
+static int cb_parse_size(const char *s, size_t *v_p)
+{
+    double v;
+    char   unit[2] = "";
+    int    n       = sscanf(s, "%lf %1s", &v, unit);
+    double mult    = 1;
+
+    if (n < 1 || v < 0) {
+        return -1;
+    }
+    if (n == 2) {
+        switch (unit[0]) {
+        case 'K': case 'k': mult = 1024.0; break;
+        case 'M': case 'm': mult = 1024.0 * 1024.0; break;
+        case 'G': case 'g': mult = 1024.0 * 1024.0 * 1024.0; break;
+        default: return -1;
+        }
+    }
+    *v_p = (size_t)(v * mult);
+    return 0;
+}
+
+static int cb_parse_int(const char *s, long lo, long hi, int *v_p)
+{
+    char *end;
+    long  v;
+
+    errno = 0;
+    v     = strtol(s, &end, 0);
+    if (errno != 0 || end == s || *end != '\0' || v < lo || v > hi) {
+        return -1;
+    }
+    *v_p = (int)v;
+    return 0;
+}
+
+static const struct option cb_longopts[] = {
+    {"coll", required_argument, NULL, 'C'},        {"minbytes", required_argument, NULL, 'b'},
+    {"maxbytes", required_argument, NULL, 'e'},    {"stepbytes", required_argument, NULL, 'i'},
+    {"stepfactor", required_argument, NULL, 'f'},  {"iters", required_argument, NULL, 'n'},
+    {"warmup_iters", required_argument, NULL, 'w'}, {"run_cycles", required_argument, NULL, 'N'},
+    {"check", required_argument, NULL, 'c'},       {"op", required_argument, NULL, 'o'},
+    {"datatype", required_argument, NULL, 'd'},    {"root", required_argument, NULL, 'r'},
+    {"average", required_argument, NULL, 'a'},     {"blocking", required_argument, NULL, 'z'},
+    {"timeout", required_argument, NULL, 'T'},     {"algo", required_argument, NULL, 'A'},
+    {"csv", required_argument, NULL, 'S'},         {"json", required_argument, NULL, 'J'},
+    {"output_file", required_argument, NULL, 'J'}, {"nthreads", required_argument, NULL, 't'},
+    {"ngpus", required_argument, NULL, 'g'},       {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0}};
+
+/* One option; returns 0, or -1 after printing why the value is wrong. */
+static int cb_parse_opt(cb_opts_t *o, int c, const char *arg)
+{
+    int v, bad = 0;
+
+    switch (c) {
+    case 'C':
+        /* nccl-tests' -C 0/1 (report CPU time) is accepted: the calls block anyway. */
+        if (strcmp(arg, "0") != 0 && strcmp(arg, "1") != 0) {
+            bad = (o->coll = cb_coll_find(arg)) == NULL;
+        }
+        break;
+    case 'b': bad = cb_parse_size(arg, &o->minbytes); break;
+    case 'e': bad = cb_parse_size(arg, &o->maxbytes); break;
+    case 'i': bad = cb_parse_size(arg, &o->stepbytes); break;
+    case 'f': bad = cb_parse_int(arg, 0, 1 << 20, &v); o->stepfactor = v; break;
+    case 'n': bad = cb_parse_int(arg, 1, 1 << 30, &o->iters); break;
+    case 'w': bad = cb_parse_int(arg, 0, 1 << 30, &o->warmup); break;
+    case 'N': bad = cb_parse_int(arg, 0, 1 << 30, &o->cycles); break;
+    case 'c': bad = cb_parse_int(arg, 0, 1 << 20, &o->check); break;
+    case 'a': bad = cb_parse_int(arg, 0, 3, &o->average); break;
+    case 'z': bad = cb_parse_int(arg, 0, 3, &o->blocking); break;
+    case 'T': bad = cb_parse_int(arg, 0, 1 << 30, &o->timeout); break;
+    case 't': case 'g': bad = cb_parse_int(arg, 1, 1, &v); break;
+    case 'A': o->algo = arg; break;
+    case 'S': o->csv = arg; break;
+    case 'J': o->json = arg; break;
+    case 'o':
+        o->op = strcmp(arg, "all") == 0 ? -1 : cb_op_parse(arg);
+        bad   = o->op == -1 && strcmp(arg, "all") != 0;
+        break;
+    case 'd':
+        o->dtype = strcmp(arg, "all") == 0 ? -1 : cb_dtype_parse(arg);
+        bad      = o->dtype == -1 && strcmp(arg, "all") != 0;
+        break;
+    case 'r':
+        o->root = strcmp(arg, "all") == 0 ? -1 : 0;
+        bad     = o->root == 0 && cb_parse_int(arg, -1, 1 << 30, &o->root) != 0;
+        break;
+    default: return -1;
+    }
+    if (bad) {
+        fprintf(stderr, "collbench: invalid value '%s' for -%c%s\n", arg, c,
+                (c == 't' || c == 'g') ? " (one rank per process: use collrun -n)" : "");
+        return -1;
+    }
+    return 0;
+}
+
+/* Returns 0 to run, 1 after -h, 2 on a usage error. */
+static int cb_parse_args(int argc, char **argv, cb_opts_t *o)
+{
+    const char *prog = strrchr(argv[0], '/') != NULL ? strrchr(argv[0], '/') + 1 : argv[0];
+    int         c;
+
+    memset(o, 0, sizeof(*o));
+    o->coll     = cb_coll_find(prog); /* all_reduce_perf & co. */
+    o->minbytes = o->maxbytes = 32u << 20;
+    o->stepbytes              = 1u << 20;
+    o->stepfactor             = 1;
+    o->iters                  = 20;
+    o->warmup = o->check = o->cycles = o->average = 1;
+    o->dtype                                      = COLL_FLOAT32;
+    o->op                                         = COLL_SUM;
+    while ((c = getopt_long(argc, argv, "C:b:e:i:f:n:w:N:c:o:d:r:a:z:T:A:J:t:g:h", cb_longopts,
+                            NULL)) != -1) {
+        if (c == 'h') {
+            cb_usage(stdout, prog);
+            return 1;
+        }
+        if (c == '?' || cb_parse_opt(o, c, optarg) != 0) {
+            cb_usage(stderr, prog);
+            return 2;
+        }
+    }
+    if (o->coll == NULL) {
+        o->coll = &cb_colls[0];
+    }
+    if (optind < argc || o->minbytes > o->maxbytes || (o->stepfactor <= 1 && o->stepbytes == 0 &&
+                                                        o->minbytes < o->maxbytes)) {
+        fprintf(stderr, "collbench: %s\n", optind < argc ? "unexpected argument"
+                                           : o->minbytes > o->maxbytes ? "minbytes > maxbytes"
+                                                                       : "step of 0 bytes");
+        return 2;
+    }
+    return 0;
+}
+
+/* ---- helpers ---- */
+
+static double cb_now(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* A failed call leaves the communicator unusable: report it, tell the other ranks, stop. */
+static void cb_fail(cb_ctx_t *x, const char *what, coll_result_t res)
+{
+    fprintf(stderr, "collbench: rank %d: %s failed: %s: %s\n", x->rank, what,
+            coll_strerror(res), coll_comm_last_error(x->comm));
+    fflush(stderr);
+    coll_comm_abort(x->comm);
+    exit(1);
+}
+
+static void cb_barrier(cb_ctx_t *x)
+{
+    coll_result_t res = coll_barrier(x->comm);
+
+    if (res < 0) {
+        cb_fail(x, "coll_barrier", res);
+    }
+}
+
+static void cb_run(cb_ctx_t *x, const cb_test_t *t)
+{
+    coll_result_t res = x->o.coll->run(t, x->comm);
+
+    if (res < 0) {
+        cb_fail(x, x->o.coll->api_name, res);
+    }
+}
+
+/* Combine a time across ranks as -a says (0: rank 0's own value, which is what it prints). */
+static double cb_combine(cb_ctx_t *x, double v)
+{
+    static const coll_redop_t ops[4] = {COLL_SUM, COLL_SUM, COLL_MIN, COLL_MAX};
+    double                    out    = v;
+    coll_result_t             res;
+
+    if (x->o.average == 0) {
+        return v;
+    }
+    res = coll_allreduce(&v, &out, 1, COLL_FLOAT64, ops[x->o.average], x->comm);
+    if (res < 0) {
+        cb_fail(x, "coll_allreduce (timing)", res);
+    }
+    return x->o.average == 1 ? out / x->nranks : out;
+}
+
+static void cb_sum_u64(cb_ctx_t *x, uint64_t *v, int n)
+{
+    uint64_t      out[4];
+    coll_result_t res = coll_allreduce(v, out, (size_t)n, COLL_UINT64, COLL_SUM, x->comm);
+
+    if (res < 0) {
+        cb_fail(x, "coll_allreduce (check)", res);
+    }
+    memcpy(v, out, sizeof(uint64_t) * (size_t)n);
+}
+
+/* nccl-tests' fit-to-width number format. */
+static void cb_fmt(double v, int width, char *s)
+{
+    if (snprintf(s, (size_t)width + 1, "%*.2f", width, v) <= width ||
+        snprintf(s, (size_t)width + 1, "%*.1f", width, v) <= width ||
+        snprintf(s, (size_t)width + 1, "%*.0f", width, v) <= width) {
+        return;
+    }
+    snprintf(s, (size_t)width + 1, width >= 7 ? "%*.1e" : "%*.0e", width, v);
+}
+
+/* ---- output: header, lines, footer, CSV and JSON ---- */
+
+static void cb_json_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s != '\0'; s++) {
+        if (*s == '"' || *s == '\\') {
+            fprintf(f, "\\%c", *s);
+        } else if ((unsigned char)*s < 0x20) {
+            fprintf(f, "\\u%04x", (unsigned char)*s);
+        } else {
+            fputc(*s, f);
+        }
+    }
+    fputc('"', f);
+}
+
+static void cb_json_begin(cb_ctx_t *x, int argc, char **argv)
+{
+    const cb_opts_t *o = &x->o;
+    FILE            *f = x->json;
+    int              i;
+
+    fprintf(f, "{\n  \"tool\": \"collbench\",\n  \"version\": \"%d.%d.%d\",\n  \"args\": [",
+            COLL_VERSION_MAJOR, COLL_VERSION_MINOR, COLL_VERSION_PATCH);
+    for (i = 0; i < argc; i++) {
+        fputs(i > 0 ? ", " : "", f);
+        cb_json_str(f, argv[i]);
+    }
+    fprintf(f, "],\n  \"collective\": \"%s\",\n  \"nccl_name\": \"%s\",\n  \"nranks\": %d,\n",
+            o->coll->name, o->coll->nccl_name, x->nranks);
+    fputs("  \"algo\": ", f);
+    if (o->algo != NULL) {
+        cb_json_str(f, o->algo);
+    } else {
+        fputs("null", f);
+    }
+    fprintf(f,
+            ",\n  \"config\": {\"minimum_bytes\": %zu, \"maximum_bytes\": %zu, \"%s\": %zu, "
+            "\"warmup_iters\": %d, \"iterations\": %d, \"validation\": %d, \"average\": %d, "
+            "\"blocking\": %d, \"run_cycles\": %d},\n  \"results\": [",
+            o->minbytes, o->maxbytes, o->stepfactor > 1 ? "step_factor" : "step_bytes",
+            o->stepfactor > 1 ? (size_t)o->stepfactor : o->stepbytes, o->warmup, o->iters,
+            o->check, o->average, o->blocking, o->cycles);
+    x->json_first = 1;
+}
+
+static void cb_json_half(FILE *f, const cb_half_t *h, int checked)
+{
+    if (h->skipped) {
+        fputs("null", f);
+        return;
+    }
+    fprintf(f, "{\"time\": %.9g, \"alg_bw\": %.9g, \"bus_bw\": %.9g, \"nwrong\": ", h->time_us,
+            h->algbw, h->busbw);
+    if (checked) {
+        fprintf(f, "%llu}", (unsigned long long)h->wrong);
+    } else {
+        fputs("null}", f);
+    }
+}
+
+static void cb_record(cb_ctx_t *x, size_t size, const cb_test_t *t, const cb_half_t h[2])
+{
+    const char *type = cb_dtype_name(t->dtype);
+    const char *op   = x->o.coll->has_op ? cb_op_name(t->op) : "none";
+    int         i;
+
+    if (x->csv != NULL) {
+        fprintf(x->csv, "%s,%d,%zu,%zu,%s,%s,%d", x->o.coll->name, x->nranks, size, t->c.count,
+                type, op, t->root);
+        for (i = 0; i < 2; i++) {
+            if (h[i].skipped) {
+                fputs(",,,,", x->csv);
+                continue;
+            }
+            fprintf(x->csv, ",%.6g,%.6g,%.6g,", h[i].time_us, h[i].algbw, h[i].busbw);
+            if (x->o.check > 0) {
+                fprintf(x->csv, "%llu", (unsigned long long)h[i].wrong);
+            }
+        }
+        fputc('\n', x->csv);
+    }
+    if (x->json != NULL) {
+        fprintf(x->json,
+                "%s\n    {\"size\": %zu, \"count\": %zu, \"type\": \"%s\", \"redop\": \"%s\", "
+                "\"root\": %d, \"out_of_place\": ",
+                x->json_first ? "" : ",", size, t->c.count, type, op, t->root);
+        cb_json_half(x->json, &h[0], x->o.check > 0);
+        fputs(", \"in_place\": ", x->json);
+        cb_json_half(x->json, &h[1], x->o.check > 0);
+        fputc('}', x->json);
+        x->json_first = 0;
+    }
+}
+
+/* "Using devices" block: one line per rank, gathered with the collective under test's
+ * sibling coll_allgather (a broken allgather shows up here first). */
+static void cb_print_ranks(cb_ctx_t *x)
+{
+    char          mine[64], *all;
+    coll_result_t res;
+    int           r, pid;
+
+    memset(mine, 0, sizeof(mine));
+    gethostname(mine, 55);
+    mine[55] = '\0';
+    pid      = (int)getpid();
+    memcpy(mine + 56, &pid, sizeof(pid));
+    all = calloc((size_t)x->nranks, sizeof(mine));
+    if (all == NULL) {
+        fprintf(stderr, "collbench: rank %d: out of memory\n", x->rank);
+        coll_comm_abort(x->comm);
+        exit(1);
+    }
+    res = coll_allgather(mine, all, sizeof(mine), COLL_UINT8, x->comm);
+    if (res < 0) {
+        cb_fail(x, "coll_allgather (rank list)", res);
+    }
+    for (r = 0; x->rank == 0 && r < x->nranks; r++) {
+        memcpy(&pid, all + r * 64 + 56, sizeof(pid));
+        printf("#  Rank %2d Group %2d Pid %6d on %10s host memory\n", r, 0, pid, all + r * 64);
+    }
+    free(all);
+}
+
+static void cb_print_header(cb_ctx_t *x)
+{
+    const cb_opts_t *o = &x->o;
+    int              version = 0;
+
+    coll_get_version(&version);
+    if (x->rank == 0) {
+        if (o->json != NULL) {
+            printf("# Writing JSON output to %s\n", o->json);
+        }
+        printf("# collbench version %d.%d.%d libcoll-headers=%d libcoll-library=%d\n",
+               COLL_VERSION_MAJOR, COLL_VERSION_MINOR, COLL_VERSION_PATCH, COLL_VERSION_CODE,
+               version);
+        printf("# Collective test starting: %s\n", o->coll->nccl_name);
+        printf("# nThread 1 nGpus 1 minBytes %zu maxBytes %zu step: %zu(%s) warmup iters: %d "
+               "iters: %d agg iters: 1 validation: %d graph: 0 unalign: 0\n",
+               o->minbytes, o->maxbytes, o->stepfactor > 1 ? (size_t)o->stepfactor : o->stepbytes,
+               o->stepfactor > 1 ? "factor" : "bytes", o->warmup, o->iters, o->check);
+        if (o->blocking == 1 || o->blocking == 3) {
+            printf("# Blocking Enabled: barrier after each iteration%s \n",
+                   o->blocking == 3 ? "; time excludes barrier" : "");
+        }
+        if (o->algo != NULL) {
+            printf("# Algorithm: COLL_ALGO=%s\n", o->algo);
+        }
+        printf("#\n# Using devices\n");
+    }
+    cb_print_ranks(x);
+    if (x->rank == 0) {
+        printf("#\n# %10s  %12s  %8s  %6s  %6s           out-of-place                       "
+               "in-place          \n", "", "", "", "", "");
+        printf("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s %*s\n",
+               "size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong",
+               "time", "algbw", "busbw", "#wrong", 0, "");
+        printf("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s %*s\n",
+               "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)",
+               "(GB/s)", "", 0, "");
+        fflush(stdout);
+    }
+}
+
+static void cb_print_half(const cb_ctx_t *x, const cb_half_t *h)
+{
+    char tm[8], alg[7], bus[7];
+
+    if (x->rank != 0) {
+        return;
+    }
+    cb_fmt(h->time_us, 7, tm);
+    cb_fmt(h->algbw, 6, alg);
+    cb_fmt(h->busbw, 6, bus);
+    if (x->o.check > 0 && !h->skipped) {
+        printf("  %7s  %6s  %6s  %6g", tm, alg, bus, (double)h->wrong);
+    } else {
+        printf("  %7s  %6s  %6s    N/A", tm, alg, bus);
+    }
+}
+
+/* ---- measurement ---- */
+
+/* Point t->send / t->recv at the buffers of the chosen variant (NCCL's in-place layout). */
+static void cb_place(cb_test_t *t, int in_place)
+{
+    t->in_place = in_place;
+    if (in_place) {
+        t->send = t->rbuf + (size_t)t->rank * t->c.send_ip_off * t->esize;
+        t->recv = t->rbuf + (size_t)t->rank * t->c.recv_ip_off * t->esize;
+    } else {
+        t->send = t->sbuf;
+        t->recv = t->rbuf;
+    }
+}
+
+static void cb_report_wrong(cb_ctx_t *x, const cb_test_t *t, uint64_t wrong)
+{
+    size_t i;
+    double want;
+
+    if (x->reports++ >= CB_MAX_WRONG_REPORTS) {
+        return;
+    }
+    for (i = 0; i < t->c.recv_count; i++) {
+        if (x->o.coll->expect(t, i, &want) == CB_EXPECT_VALUE &&
+            cb_load(t->recv, i, t->dtype) != want) {
+            fprintf(stderr, "collbench: rank %d: %s %s %s count %zu %s: %llu wrong, first at "
+                    "element %zu: %g, expected %g\n", x->rank, x->o.coll->name,
+                    cb_dtype_name(t->dtype), cb_op_name(t->op), t->c.count,
+                    t->in_place ? "in-place" : "out-of-place", (unsigned long long)wrong, i,
+                    cb_load(t->recv, i, t->dtype), want);
+            return;
+        }
+    }
+    fprintf(stderr, "collbench: rank %d: %s count %zu: %llu receive elements written that "
+            "must stay untouched\n", x->rank, x->o.coll->name, t->c.count,
+            (unsigned long long)wrong);
+}
+
+/* -c checked calls: fresh inputs, one call, compare; wrong values and out-of-bounds changes
+ * are summed over ranks. */
+static uint64_t cb_verify(cb_ctx_t *x, cb_test_t *t)
+{
+    uint64_t v[2] = {0, 0};
+    int      c;
+
+    for (c = 0; c < x->o.check; c++) {
+        cb_init_data(t, x->o.coll);
+        cb_run(x, t);
+        cb_check(t, x->o.coll, &v[0], &v[1]);
+        if (v[0] > 0) {
+            cb_report_wrong(x, t, v[0]);
+        }
+        if (v[1] > 0) {
+            fprintf(stderr, "collbench: rank %d: %s count %zu %s: %llu values changed outside "
+                    "the receive buffer\n", x->rank, x->o.coll->name, t->c.count,
+                    t->in_place ? "in-place" : "out-of-place", (unsigned long long)v[1]);
+        }
+        cb_sum_u64(x, v, 2);
+        x->errors += v[1];
+        if (v[0] > 0) {
+            x->errors++;
+            break;
+        }
+    }
+    return v[0];
+}
+
+static void cb_bench_half(cb_ctx_t *x, cb_test_t *t, int in_place, cb_half_t *h)
+{
+    double t0, tsum = 0, sec;
+    int    it;
+
+    memset(h, 0, sizeof(*h));
+    if (in_place && !x->o.coll->has_inplace) {
+        h->skipped = 1;
+        return;
+    }
+    cb_place(t, in_place);
+    cb_init_data(t, x->o.coll); /* defined data: no NaN or denormal arithmetic in the timing */
+    cb_run(x, t);
+    cb_barrier(x);
+    t0 = cb_now();
+    for (it = 0; it < x->o.iters; it++) {
+        double t1 = cb_now();
+
+        cb_run(x, t);
+        tsum += cb_now() - t1;
+        if (x->o.blocking == 1 || x->o.blocking == 3) {
+            cb_barrier(x);
+        }
+    }
+    sec = (x->o.blocking == 3 ? tsum : cb_now() - t0) / x->o.iters;
+    sec = cb_combine(x, sec);
+    h->time_us = sec * 1e6;
+    h->algbw   = sec > 0 ? (double)t->c.bw_bytes / 1e9 / sec : 0;
+    h->busbw   = h->algbw * x->o.coll->bus_factor(x->nranks);
+    cb_barrier(x);
+    h->wrong = cb_verify(x, t);
+    x->bw_sum += h->busbw;
+    x->bw_count++;
+}
+
+/* nccl-tests' next size; 0 grows to 1, and the sweep ends instead of overflowing. */
+static size_t cb_next(size_t size, long factor, size_t step)
+{
+    if (factor > 1) {
+        return size == 0 ? 1 : (size > SIZE_MAX / (size_t)factor ? SIZE_MAX : size * factor);
+    }
+    return size > SIZE_MAX - step ? SIZE_MAX : size + step;
+}
+
+/* One (dtype, op, root): warm-up over the sizes, then -N sweeps of result lines. */
+static void cb_time_test(cb_ctx_t *x, coll_dtype_t dtype, coll_redop_t op, int root)
+{
+    const cb_opts_t *o = &x->o;
+    cb_test_t        t;
+    cb_half_t        h[2];
+    size_t           size, next;
+    int              cycle = 0, w;
+
+    memset(&t, 0, sizeof(t));
+    t.dtype  = dtype;
+    t.esize  = cb_dtype_size(dtype);
+    t.op     = op;
+    t.root   = o->coll->rooted ? root : -1;
+    t.rank   = x->rank;
+    t.nranks = x->nranks;
+    t.sbuf   = x->salloc + CB_GUARD_BYTES;
+    t.rbuf   = x->ralloc + CB_GUARD_BYTES;
+    t.cap    = o->maxbytes;
+    cb_pattern_init(&t, x->table);
+    cb_barrier(x);
+    for (size = o->minbytes; size <= o->maxbytes; size = next) {
+        o->coll->get_counts(size / t.esize, t.esize, x->nranks, &t.c);
+        cb_place(&t, 0);
+        for (w = 0; w < o->warmup; w++) {
+            cb_run(x, &t);
+        }
+        next = cb_next(size, 2, 0);
+        if (next == size) {
+            break;
+        }
+    }
+    do {
+        for (size = o->minbytes; size <= o->maxbytes; size = next) {
+            size_t bytes;
+
+            o->coll->get_counts(size / t.esize, t.esize, x->nranks, &t.c);
+            bytes = (t.c.send_count > t.c.recv_count ? t.c.send_count : t.c.recv_count) * t.esize;
+            if (x->rank == 0) {
+                printf("%12zu  %12zu  %8s  %6s  %6i", bytes, t.c.count, cb_dtype_name(dtype),
+                       o->coll->has_op ? cb_op_name(op) : "none", t.root);
+            }
+            cb_bench_half(x, &t, 0, &h[0]);
+            cb_print_half(x, &h[0]);
+            cb_bench_half(x, &t, 1, &h[1]);
+            cb_print_half(x, &h[1]);
+            if (x->rank == 0) {
+                printf("\n");
+                fflush(stdout);
+                cb_record(x, bytes, &t, h);
+            }
+            next = cb_next(size, o->stepfactor, o->stepbytes);
+            if (next == size) {
+                break;
+            }
+        }
+    } while (o->cycles == 0 || ++cycle < o->cycles);
+}
+
+/* ---- main ---- */
+
+static void cb_alloc(cb_ctx_t *x)
+{
+    size_t len = x->o.maxbytes + 2 * CB_GUARD_BYTES;
+    void  *s = NULL, *r = NULL;
+
+    if (posix_memalign(&s, 4096, len) != 0 || posix_memalign(&r, 4096, len) != 0) {
+        fprintf(stderr, "collbench: rank %d: cannot allocate 2 x %zu bytes\n", x->rank, len);
+        coll_comm_abort(x->comm);
+        exit(1);
+    }
+    memset(s, 0, len); /* touch every page before anything is timed */
+    memset(r, 0, len);
+    x->salloc = s;
+    x->ralloc = r;
+}
+
+static int cb_open_outputs(cb_ctx_t *x, int argc, char **argv)
+{
+    if (x->rank != 0) {
+        return 0;
+    }
+    if (x->o.csv != NULL && (x->csv = fopen(x->o.csv, "w")) == NULL) {
+        fprintf(stderr, "collbench: cannot write %s: %s\n", x->o.csv, strerror(errno));
+        return -1;
+    }
+    if (x->o.json != NULL && (x->json = fopen(x->o.json, "w")) == NULL) {
+        fprintf(stderr, "collbench: cannot write %s: %s\n", x->o.json, strerror(errno));
+        return -1;
+    }
+    if (x->csv != NULL) {
+        fprintf(x->csv, "collective,nranks,size,count,type,redop,root,oop_time_us,oop_algbw_gbs,"
+                        "oop_busbw_gbs,oop_wrong,ip_time_us,ip_algbw_gbs,ip_busbw_gbs,"
+                        "ip_wrong\n");
+    }
+    if (x->json != NULL) {
+        cb_json_begin(x, argc, argv);
+    }
+    return 0;
+}
+
+static void cb_footer(cb_ctx_t *x)
+{
+    double avg = x->bw_count > 0 ? x->bw_sum / (double)x->bw_count : 0;
+
+    if (x->rank != 0) {
+        return;
+    }
+    printf("# %-20s : %llu %s\n", "Out of bounds values", (unsigned long long)x->errors,
+           x->errors != 0 ? "FAILED" : "OK");
+    printf("# %-20s : %g %s\n", "Avg bus bandwidth", avg, "");
+    printf("#\n# Collective test concluded: %s\n", x->o.coll->nccl_name);
+    fflush(stdout);
+    if (x->csv != NULL) {
+        fclose(x->csv);
+    }
+    if (x->json != NULL) {
+        fprintf(x->json, "\n  ],\n  \"out_of_bounds\": {\"count\": %llu, \"okay\": %s},\n"
+                "  \"average_bus_bandwidth\": {\"bandwidth\": %.9g}\n}\n",
+                (unsigned long long)x->errors, x->errors != 0 ? "false" : "true", avg);
+        fclose(x->json);
+    }
+}
+
+/* Every (dtype, op, root) the options select, in nccl-tests' order. */
+static void cb_run_all(cb_ctx_t *x)
+{
+    const cb_opts_t *o = &x->o;
+    int d0 = o->dtype < 0 ? 0 : o->dtype, d1 = o->dtype < 0 ? COLL_DTYPE_COUNT - 1 : o->dtype;
+    int p0 = o->op < 0 ? 0 : o->op, p1 = o->op < 0 ? COLL_REDOP_COUNT - 1 : o->op;
+    int r0 = o->root < 0 ? 0 : o->root, r1 = o->root < 0 ? x->nranks - 1 : o->root;
+    int d, p, r;
+
+    if (!o->coll->has_op) {
+        p0 = p1 = COLL_SUM;
+    }
+    if (!o->coll->rooted) {
+        r0 = r1 = 0;
+    }
+    for (d = d0; d <= d1; d++) {
+        for (p = p0; p <= p1; p++) {
+            for (r = r0; r <= r1; r++) {
+                cb_time_test(x, (coll_dtype_t)d, (coll_redop_t)p, r);
+            }
+        }
+    }
+}
+
+int main(int argc, char **argv)
+{
+    static cb_ctx_t x;
+    coll_result_t   res;
+    char            tmo[32];
+    int             rc;
+
+    rc = cb_parse_args(argc, argv, &x.o);
+    if (rc != 0) {
+        return rc == 1 ? 0 : 2;
+    }
+    /* The tool, not the library, turns its flags into the library's environment. */
+    if (x.o.algo != NULL) {
+        setenv("COLL_ALGO", x.o.algo, 1);
+    }
+    if (x.o.timeout > 0) {
+        snprintf(tmo, sizeof(tmo), "%d", x.o.timeout);
+        setenv("COLL_TIMEOUT", tmo, 1);
+    }
+    res = coll_init(&argc, &argv, &x.comm);
+    if (res < 0) {
+        fprintf(stderr, "collbench: coll_init failed: %s: %s\n", coll_strerror(res),
+                coll_last_error());
+        return 1;
+    }
+    coll_comm_rank(x.comm, &x.rank);
+    coll_comm_size(x.comm, &x.nranks);
+    if (x.o.coll->rooted && x.o.root >= x.nranks) {
+        if (x.rank == 0) {
+            fprintf(stderr, "collbench: root %d is not a rank (%d ranks)\n", x.o.root, x.nranks);
+        }
+        coll_finalize();
+        return 2;
+    }
+    cb_alloc(&x);
+    if (cb_open_outputs(&x, argc, argv) != 0) {
+        coll_comm_abort(x.comm);
+        return 1;
+    }
+    cb_print_header(&x);
+    cb_run_all(&x);
+    cb_footer(&x);
+    free(x.salloc);
+    free(x.ralloc);
+    res = coll_finalize();
+    if (res < 0) {
+        fprintf(stderr, "collbench: rank %d: coll_finalize failed: %s\n", x.rank,
+                coll_strerror(res));
+        return 1;
+    }
+    return x.errors != 0 ? 1 : 0;
+}

@@ -1,0 +1,120 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * collbench.h -- types shared by the collbench driver (collbench.c) and its per-collective
+ * tables (collbench_ops.c): the counts of one size, the state of one test, the ops table and
+ * the data patterns whose reduction results are exact in every dtype. Nothing here is part of
+ * libcoll; collbench uses only the public coll.h.
+ */
+#ifndef COLLBENCH_H
+#define COLLBENCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "coll.h"
+
+#define CB_GUARD_BYTES 64   /* guard zone before and after every buffer */
+#define CB_GUARD_BYTE  0xA5 /* fill of the guard zones */
+#define CB_POISON_BYTE 0xFF /* fill of receive buffers before a checked call */
+#define CB_PERIOD      1021 /* reduction patterns repeat with this (prime) period in the index */
+
+/* Element counts of one size, as nccl-tests derives them (all in elements). */
+typedef struct {
+    size_t count;       /* count argument of the call, printed in the "count" column */
+    size_t send_count;  /* elements in the send buffer */
+    size_t recv_count;  /* elements in the receive buffer */
+    size_t send_ip_off; /* in place: sendbuf = buf + rank * send_ip_off */
+    size_t recv_ip_off; /* in place: recvbuf = buf + rank * recv_ip_off */
+    size_t bw_bytes;    /* bytes algbw is computed from */
+} cb_counts_t;
+
+/* Parameters of the reduction patterns for one (dtype, op, nranks); see cb_pattern_init(). */
+typedef struct {
+    int amp;    /* sum: largest magnitude per rank (0: sparse mode) */
+    int stride; /* sum/avg sparse mode and prod: period of the active ranks */
+    int amax;   /* avg: largest pair deviation */
+    int cmin;   /* avg: smallest mean value */
+    int crange; /* avg: number of mean values (0: sparse mode, mean 0) */
+} cb_pattern_t;
+
+/* State of one test: one (collective, dtype, op, root, size, placement). */
+typedef struct {
+    coll_dtype_t dtype;
+    size_t       esize;    /* bytes per element */
+    coll_redop_t op;       /* ignored by the non-reductions */
+    int          root;     /* -1 for the unrooted collectives */
+    int          rank;     /* this process' rank */
+    int          nranks;   /* communicator size */
+    int          in_place; /* 1: the in-place variant */
+    cb_counts_t  c;        /* counts of the current size */
+    uint64_t     salt;     /* shifts the patterns per dtype */
+    cb_pattern_t pat;      /* reduction pattern parameters */
+    double      *table;    /* CB_PERIOD expected reduction results, or NULL */
+    char        *sbuf;     /* out-of-place send buffer (a guard zone precedes it) */
+    char        *rbuf;     /* receive buffer; the single buffer of the in-place variant */
+    size_t       cap;      /* bytes usable in sbuf and in rbuf */
+    void        *send;     /* send pointer of the current call */
+    void        *recv;     /* receive pointer of the current call */
+} cb_test_t;
+
+/* Result of cb_coll_t.expect for one receive element. */
+typedef enum {
+    CB_EXPECT_VALUE,    /* the element must equal *v_p */
+    CB_EXPECT_UNTOUCHED /* the element must still hold CB_POISON_BYTE bytes */
+} cb_expect_t;
+
+/* One collective: the nccl-tests shape (counts, data, bus factor, run, check). */
+typedef struct {
+    const char *name;        /* value of -C: "allreduce" */
+    const char *nccl_name;   /* nccl-tests binary: "all_reduce_perf" */
+    const char *api_name;    /* libcoll call, for error messages */
+    int         has_op;      /* 1: a reduction (-o applies, redop column) */
+    int         rooted;      /* 1: -r applies (root column) */
+    int         has_inplace; /* 0: in-place columns print as not applicable */
+    /* Counts for a size of count elements of esize bytes (nccl-tests rounding). */
+    void (*get_counts)(size_t count, size_t esize, int nranks, cb_counts_t *c_p);
+    /* busbw = algbw * bus_factor(nranks). */
+    double (*bus_factor)(int nranks);
+    /* Value rank holds at index i of its send buffer. */
+    double (*input)(const cb_test_t *t, int rank, size_t i);
+    /* What receive element i of this rank must hold after the call. */
+    cb_expect_t (*expect)(const cb_test_t *t, size_t i, double *v_p);
+    /* One call with t->send and t->recv. */
+    coll_result_t (*run)(const cb_test_t *t, coll_comm_t *comm);
+} cb_coll_t;
+
+/* ---- collbench_ops.c ---- */
+
+extern const cb_coll_t cb_colls[];
+extern const int       cb_ncolls;
+
+/* Collective by -C name or nccl-tests binary name; NULL if unknown. */
+const cb_coll_t *cb_coll_find(const char *name);
+
+/* nccl-tests name of a dtype ("float", "bfloat16", ...), and its size in bytes. */
+const char *cb_dtype_name(coll_dtype_t dtype);
+size_t      cb_dtype_size(coll_dtype_t dtype);
+/* dtype from an nccl-tests name or alias (fp16, bf16, char, int, float32 ...); -1 if none. */
+int cb_dtype_parse(const char *name);
+/* Name of an op as nccl-tests prints it. */
+const char *cb_op_name(coll_redop_t op);
+/* op from its name; -1 if none. */
+int cb_op_parse(const char *name);
+
+/* Store value v (exactly representable) as element i of a dtype buffer, and read it back. */
+void   cb_store(void *buf, size_t i, coll_dtype_t dtype, double v);
+double cb_load(const void *buf, size_t i, coll_dtype_t dtype);
+
+/* Set up t->pat, t->salt and t->table (CB_PERIOD doubles owned by the caller) for
+ * (t->dtype, t->op, t->nranks). */
+void cb_pattern_init(cb_test_t *t, double *table);
+/* Value of the reduction pattern that rank holds at index i. */
+double cb_red_input(const cb_test_t *t, int rank, size_t i);
+
+/* Fill the buffers of the current call (inputs, poison, guard zones). */
+void cb_init_data(cb_test_t *t, const cb_coll_t *coll);
+/* Count wrong receive elements (*wrong_p) and changed bytes outside the receive region
+ * (guard zones, and the send buffer of an out-of-place call) (*oob_p). */
+void cb_check(const cb_test_t *t, const cb_coll_t *coll, uint64_t *wrong_p, uint64_t *oob_p);
+
+#endif /* COLLBENCH_H */

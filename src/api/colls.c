@@ -1,0 +1,172 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The public collectives and point-to-point calls: check the arguments, start the operation
+ * in the engine, and for the blocking forms wait for it. Every blocking call is exactly its
+ * non-blocking twin followed by coll_wait.
+ */
+#include "api/check.h"
+#include "engine/engine.h"
+#include "error.h"
+
+static coll_result_t colls_start(coll_comm_t *comm, const char *fn, coll_args_t *a,
+                                 const void *sendbuf, void *recvbuf, coll_request_t **req_p)
+{
+    coll_task_t  *req;
+    coll_result_t st;
+    if (req_p == NULL) {
+        COLL_CHECK(coll_comm_check_handle(comm, fn));
+        return coll_comm_arg_error(comm, COLL_ERR_INVALID_ARG, "%s: req_p is NULL", fn);
+    }
+    *req_p = NULL;
+    COLL_CHECK(coll_check_call(comm, fn, a, sendbuf, recvbuf));
+    pthread_mutex_lock(&comm->lock);
+    st = coll_engine_start(comm, a, sendbuf, recvbuf, &req);
+    pthread_mutex_unlock(&comm->lock);
+    if (st == COLL_OK) {
+        *req_p = req;
+    }
+    return st;
+}
+
+static coll_result_t colls_run(coll_comm_t *comm, const char *fn, coll_args_t *a,
+                               const void *sendbuf, void *recvbuf)
+{
+    coll_request_t *req;
+    COLL_CHECK(colls_start(comm, fn, a, sendbuf, recvbuf, &req));
+    return coll_engine_wait(req);
+}
+
+#define COLLS_ARGS(_coll, _count, _dtype, _op, _root)                                              \
+    {.coll = (_coll), .count = (_count), .dtype = (_dtype), .op = (_op), .root = (_root)}
+
+COLL_API coll_result_t coll_iallreduce(const void *sendbuf, void *recvbuf, size_t count,
+                                       coll_dtype_t dtype, coll_redop_t op, coll_comm_t *comm,
+                                       coll_request_t **req_p)
+{
+    coll_args_t a = COLLS_ARGS(COLL_OP_ALLREDUCE, count, dtype, op, -1);
+    return colls_start(comm, "coll_iallreduce", &a, sendbuf, recvbuf, req_p);
+}
+
+COLL_API coll_result_t coll_allreduce(const void *sendbuf, void *recvbuf, size_t count,
+                                      coll_dtype_t dtype, coll_redop_t op, coll_comm_t *comm)
+{
+    coll_args_t a = COLLS_ARGS(COLL_OP_ALLREDUCE, count, dtype, op, -1);
+    return colls_run(comm, "coll_allreduce", &a, sendbuf, recvbuf);
+}
+
+COLL_API coll_result_t coll_ireduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
+                                            coll_dtype_t dtype, coll_redop_t op,
+                                            coll_comm_t *comm, coll_request_t **req_p)
+{
+    coll_args_t a = COLLS_ARGS(COLL_OP_REDUCE_SCATTER, recvcount, dtype, op, -1);
+    return colls_start(comm, "coll_ireduce_scatter", &a, sendbuf, recvbuf, req_p);
+}
+
+COLL_API coll_result_t coll_reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
+                                           coll_dtype_t dtype, coll_redop_t op,
+                                           coll_comm_t *comm)
+{
+    coll_args_t a = COLLS_ARGS(COLL_OP_REDUCE_SCATTER, recvcount, dtype, op, -1);
+    return colls_run(comm, "coll_reduce_scatter", &a, sendbuf, recvbuf);
+}
+
+COLL_API coll_result_t coll_iallgather(const void *sendbuf, void *recvbuf, size_t sendcount,
+                                       coll_dtype_t dtype, coll_comm_t *comm,
+                                       coll_request_t **req_p)
+{
+    coll_args_t a = COLLS_ARGS(COLL_OP_ALLGATHER, sendcount, dtype, COLL_SUM, -1);
+    return colls_start(comm, "coll_iallgather", &a, sendbuf, recvbuf, req_p);
+}
+
+COLL_API coll_result_t coll_allgather(const void *sendbuf, void *recvbuf, size_t sendcount,
+                                      coll_dtype_t dtype, coll_comm_t *comm)
+{
+    coll_args_t a = COLLS_ARGS(COLL_OP_ALLGATHER, sendcount, dtype, COLL_SUM, -1);
+    return colls_run(comm, "coll_allgather", &a, sendbuf, recvbuf);
+}
+
+COLL_API coll_result_t coll_ibroadcast(const void *sendbuf, void *recvbuf, size_t count,
+                                       coll_dtype_t dtype, int root, coll_comm_t *comm,
+                                       coll_request_t **req_p)
+{
+    coll_args_t a = COLLS_ARGS(COLL_OP_BROADCAST, count, dtype, COLL_SUM, root);
+    return colls_start(comm, "coll_ibroadcast", &a, sendbuf, recvbuf, req_p);
+}
+
+COLL_API coll_result_t coll_broadcast(const void *sendbuf, void *recvbuf, size_t count,
+                                      coll_dtype_t dtype, int root, coll_comm_t *comm)
+{
+    coll_args_t a = COLLS_ARGS(COLL_OP_BROADCAST, count, dtype, COLL_SUM, root);
+    return colls_run(comm, "coll_broadcast", &a, sendbuf, recvbuf);
+}
+
+COLL_API coll_result_t coll_ireduce(const void *sendbuf, void *recvbuf, size_t count,
+                                    coll_dtype_t dtype, coll_redop_t op, int root,
+                                    coll_comm_t *comm, coll_request_t **req_p)
+{
+    coll_args_t a = COLLS_ARGS(COLL_OP_REDUCE, count, dtype, op, root);
+    return colls_start(comm, "coll_ireduce", &a, sendbuf, recvbuf, req_p);
+}
+
+COLL_API coll_result_t coll_reduce(const void *sendbuf, void *recvbuf, size_t count,
+                                   coll_dtype_t dtype, coll_redop_t op, int root,
+                                   coll_comm_t *comm)
+{
+    coll_args_t a = COLLS_ARGS(COLL_OP_REDUCE, count, dtype, op, root);
+    return colls_run(comm, "coll_reduce", &a, sendbuf, recvbuf);
+}
+
+COLL_API coll_result_t coll_ialltoall(const void *sendbuf, void *recvbuf, size_t count,
+                                      coll_dtype_t dtype, coll_comm_t *comm,
+                                      coll_request_t **req_p)
+{
+    coll_args_t a = COLLS_ARGS(COLL_OP_ALLTOALL, count, dtype, COLL_SUM, -1);
+    return colls_start(comm, "coll_ialltoall", &a, sendbuf, recvbuf, req_p);
+}
+
+COLL_API coll_result_t coll_alltoall(const void *sendbuf, void *recvbuf, size_t count,
+                                     coll_dtype_t dtype, coll_comm_t *comm)
+{
+    coll_args_t a = COLLS_ARGS(COLL_OP_ALLTOALL, count, dtype, COLL_SUM, -1);
+    return colls_run(comm, "coll_alltoall", &a, sendbuf, recvbuf);
+}
+
+COLL_API coll_result_t coll_ibarrier(coll_comm_t *comm, coll_request_t **req_p)
+{
+    coll_args_t a = COLLS_ARGS(COLL_OP_BARRIER, 0, COLL_UINT8, COLL_SUM, -1);
+    return colls_start(comm, "coll_ibarrier", &a, NULL, NULL, req_p);
+}
+
+COLL_API coll_result_t coll_barrier(coll_comm_t *comm)
+{
+    coll_args_t a = COLLS_ARGS(COLL_OP_BARRIER, 0, COLL_UINT8, COLL_SUM, -1);
+    return colls_run(comm, "coll_barrier", &a, NULL, NULL);
+}
+
+COLL_API coll_result_t coll_isend(const void *buf, size_t count, coll_dtype_t dtype, int peer,
+                                  coll_comm_t *comm, coll_request_t **req_p)
+{
+    coll_args_t a = COLLS_ARGS(COLL_OP_SEND, count, dtype, COLL_SUM, peer);
+    return colls_start(comm, "coll_isend", &a, buf, NULL, req_p);
+}
+
+COLL_API coll_result_t coll_send(const void *buf, size_t count, coll_dtype_t dtype, int peer,
+                                 coll_comm_t *comm)
+{
+    coll_args_t a = COLLS_ARGS(COLL_OP_SEND, count, dtype, COLL_SUM, peer);
+    return colls_run(comm, "coll_send", &a, buf, NULL);
+}
+
+COLL_API coll_result_t coll_irecv(void *buf, size_t count, coll_dtype_t dtype, int peer,
+                                  coll_comm_t *comm, coll_request_t **req_p)
+{
+    coll_args_t a = COLLS_ARGS(COLL_OP_RECV, count, dtype, COLL_SUM, peer);
+    return colls_start(comm, "coll_irecv", &a, NULL, buf, req_p);
+}
+
+COLL_API coll_result_t coll_recv(void *buf, size_t count, coll_dtype_t dtype, int peer,
+                                 coll_comm_t *comm)
+{
+    coll_args_t a = COLLS_ARGS(COLL_OP_RECV, count, dtype, COLL_SUM, peer);
+    return colls_run(comm, "coll_recv", &a, NULL, buf);
+}

@@ -1,0 +1,324 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Communicator life cycle: creation from a unique id (bootstrap, peer exchange, transport
+ * choice per peer, connection), destroy (collective), abort (any thread), queries, and the
+ * sticky error state with its message.
+ */
+#include "api/comm.h"
+#include "engine/engine.h"
+#include "error.h"
+#include "log.h"
+#include "param.h"
+#include "util.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+coll_result_t coll_comm_check_handle(const coll_comm_t *comm, const char *fn)
+{
+    if (comm == NULL) {
+        return coll_set_last_error(COLL_ERR_INVALID_ARG, "%s: comm is NULL", fn);
+    }
+    if (comm->magic != COLL_COMM_MAGIC) {
+        return coll_set_last_error(COLL_ERR_INVALID_USAGE,
+                                   "%s: comm is not a live communicator (destroyed?)", fn);
+    }
+    return COLL_OK;
+}
+
+coll_result_t coll_comm_arg_error(coll_comm_t *comm, coll_result_t st, const char *fmt, ...)
+{
+    char    msg[480];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    snprintf(comm->last_error, sizeof(comm->last_error), "rank %d: %s", comm->rank, msg);
+    coll_warn(COLL, "%s", msg);
+    return coll_set_last_error(st, "%s", comm->last_error);
+}
+
+coll_result_t coll_comm_fail(coll_comm_t *comm, coll_result_t st, const char *fmt, ...)
+{
+    va_list ap;
+    if (comm->error != COLL_OK) {
+        return comm->error;
+    }
+    va_start(ap, fmt);
+    vsnprintf(comm->last_error, sizeof(comm->last_error), fmt, ap);
+    va_end(ap);
+    comm->error = st;
+    coll_error(COLL, "%s", comm->last_error);
+    coll_engine_wake(comm);
+    return st;
+}
+
+/* Which transport reaches each peer: COLL_TRANSPORT restricts and orders the candidates. */
+static coll_result_t comm_pick_transports(coll_comm_t *comm)
+{
+    const char *want = coll_param_str(COLL_P_TRANSPORT);
+    int         autom = want == NULL || want[0] == '\0' || strcmp(want, "auto") == 0;
+    for (int i = 0; i < coll_tp_registry_count() && comm->ntp < COLL_COMM_MAX_TP; i++) {
+        const coll_transport_ops_t *t = coll_tp_registry_get(i);
+        const char                 *why = "";
+        if (t == NULL) {
+            continue;
+        }
+        if (!autom && !coll_sock_ifname_match(want, t->name)) {
+            continue;
+        }
+        if (t->usable != NULL && !t->usable(&why)) {
+            coll_info(INIT, "transport %s not usable: %s", t->name, why);
+            continue;
+        }
+        comm->tp[comm->ntp++].ops = t;
+    }
+    for (int p = 0; p < comm->nranks; p++) {
+        int best = -1, best_score = -1;
+        comm->ep_tp[p] = -1;
+        if (p == comm->rank) {
+            continue;
+        }
+        for (int t = 0; t < comm->ntp; t++) {
+            int score = comm->tp[t].ops->reachable(&comm->peers[comm->rank], &comm->peers[p]);
+            if (score > best_score) {
+                best       = t;
+                best_score = score;
+            }
+        }
+        if (best < 0 || best_score < 0) {
+            return coll_set_last_error(
+                COLL_ERR_UNSUPPORTED,
+                "rank %d: no transport reaches rank %d on host %s (COLL_TRANSPORT=%s)",
+                comm->rank, p, comm->peers[p].hostname, want);
+        }
+        comm->ep_tp[p] = (int8_t)best;
+        comm->tp[best].npeers++;
+    }
+    return COLL_OK;
+}
+
+static coll_result_t comm_connect(coll_comm_t *comm, double deadline)
+{
+    coll_result_t st = COLL_OK;
+    size_t        hsz = COLL_TP_HANDLE_MAX * COLL_COMM_MAX_TP;
+    char         *mine = coll_calloc(1, hsz, "transport handles");
+    char         *all  = coll_calloc((size_t)comm->nranks, hsz, "transport handles");
+    int          *peers = coll_calloc((size_t)comm->nranks, sizeof(int), "peer list");
+    coll_tp_ep_t **eps  = coll_calloc((size_t)comm->nranks, sizeof(*eps), "endpoints");
+    const void  **handles = coll_calloc((size_t)comm->nranks, sizeof(void *), "handles");
+    if (mine == NULL || all == NULL || peers == NULL || eps == NULL || handles == NULL) {
+        st = COLL_ERR_NO_MEMORY;
+        goto out;
+    }
+    coll_tp_init_args_t ia = {.rank = comm->rank, .nranks = comm->nranks,
+                              .comm_id = comm->comm_id,
+                              .job_tag = coll_bootstrap_job_tag(comm->bs),
+                              .peers = comm->peers, .timeout_s = comm->timeout_s};
+    for (int t = 0; t < comm->ntp; t++) {
+        size_t hlen = COLL_TP_HANDLE_MAX;
+        if (comm->tp[t].npeers == 0) {
+            continue;
+        }
+        COLL_CHECK_GOTO(comm->tp[t].ops->init(&ia, &comm->tp[t].ctx), st, out);
+        COLL_CHECK_GOTO(comm->tp[t].ops->listen(comm->tp[t].ctx, mine + t * COLL_TP_HANDLE_MAX,
+                                                &hlen), st, out);
+    }
+    COLL_CHECK_GOTO(coll_bootstrap_allgather(comm->bs, mine, hsz, all, deadline), st, out);
+    for (int t = 0; t < comm->ntp; t++) {
+        int n = 0;
+        if (comm->tp[t].ctx == NULL) {
+            continue;
+        }
+        for (int p = 0; p < comm->nranks; p++) {
+            handles[p] = all + (size_t)p * hsz + (size_t)t * COLL_TP_HANDLE_MAX;
+            if (comm->ep_tp[p] == t) {
+                peers[n++] = p;
+            }
+        }
+        COLL_CHECK_GOTO(comm->tp[t].ops->connect_all(comm->tp[t].ctx, peers, n, handles,
+                                                     deadline, eps), st, out);
+        for (int i = 0; i < n; i++) {
+            comm->eps[peers[i]] = eps[i];
+        }
+        coll_info(INIT, "rank %d: %s to %d peer(s)", comm->rank, comm->tp[t].ops->name, n);
+    }
+    COLL_CHECK_GOTO(coll_bootstrap_barrier(comm->bs, deadline), st, out);
+    for (int t = 0; t < comm->ntp; t++) {
+        if (comm->tp[t].ctx != NULL && comm->tp[t].ops->established != NULL) {
+            comm->tp[t].ops->established(comm->tp[t].ctx);
+        }
+    }
+out:
+    coll_free(mine);
+    coll_free(all);
+    coll_free(peers);
+    coll_free(eps);
+    coll_free(handles);
+    return st;
+}
+
+static void comm_free(coll_comm_t *comm)
+{
+    for (int p = 0; comm->eps != NULL && p < comm->nranks; p++) {
+        if (comm->eps[p] != NULL && comm->eps[p]->ops->ep_close != NULL) {
+            comm->eps[p]->ops->ep_close(comm->eps[p]);
+        }
+    }
+    for (int t = 0; t < comm->ntp; t++) {
+        if (comm->tp[t].ctx != NULL) {
+            comm->tp[t].ops->finalize(comm->tp[t].ctx);
+        }
+    }
+    coll_engine_free_zombies(comm);
+    coll_engine_cache_clear(comm);
+    pthread_mutex_destroy(&comm->lock);
+    comm->magic = 0;
+    coll_free(comm->peers);
+    coll_free(comm->eps);
+    coll_free(comm->ep_tp);
+    coll_free(comm->send_seq);
+    coll_free(comm->recv_seq);
+    coll_free(comm->algo_override);
+    coll_free(comm);
+}
+
+static coll_result_t comm_alloc(coll_comm_t **comm_p, int nranks, int rank,
+                                const coll_config_t *config)
+{
+    coll_comm_t *comm = coll_calloc(1, sizeof(*comm), "communicator");
+    if (comm == NULL) {
+        return COLL_ERR_NO_MEMORY;
+    }
+    comm->magic     = COLL_COMM_MAGIC;
+    comm->rank      = rank;
+    comm->nranks    = nranks;
+    comm->timeout_s = coll_param_time(COLL_P_TIMEOUT);
+    if (config != NULL && config->size >= sizeof(coll_config_t)) {
+        if (config->timeout_s > 0) {
+            comm->timeout_s = config->timeout_s;
+        }
+        if (config->name != NULL) {
+            coll_strlcpy(comm->name, config->name, sizeof(comm->name));
+        }
+    }
+    pthread_mutex_init(&comm->lock, NULL);
+    comm->peers    = coll_calloc((size_t)nranks, sizeof(*comm->peers), "peers");
+    comm->eps      = coll_calloc((size_t)nranks, sizeof(*comm->eps), "endpoints");
+    comm->ep_tp    = coll_calloc((size_t)nranks, 1, "transport map");
+    comm->send_seq = coll_calloc((size_t)nranks, sizeof(uint32_t), "sequences");
+    comm->recv_seq = coll_calloc((size_t)nranks, sizeof(uint32_t), "sequences");
+    const char *algo    = coll_param_str(COLL_P_ALGO);
+    comm->algo_override = strdup(algo != NULL ? algo : "auto");
+    if (comm->peers == NULL || comm->eps == NULL || comm->ep_tp == NULL ||
+        comm->send_seq == NULL || comm->recv_seq == NULL || comm->algo_override == NULL) {
+        comm_free(comm);
+        return COLL_ERR_NO_MEMORY;
+    }
+    *comm_p = comm;
+    return COLL_OK;
+}
+
+coll_result_t coll_comm_create(coll_comm_t **comm_p, int nranks, const coll_unique_id_t *id,
+                               int rank, const coll_config_t *config)
+{
+    coll_comm_t  *comm;
+    coll_result_t st;
+    double        deadline = coll_time_s() + coll_param_time(COLL_P_BOOTSTRAP_TIMEOUT);
+
+    COLL_CHECK(comm_alloc(&comm, nranks, rank, config));
+    COLL_CHECK_GOTO(coll_bootstrap_connect(id, rank, nranks, deadline, &comm->bs), st, err);
+    coll_peer_info_t self = {.rank = rank, .pid = (int)getpid(), .host_hash = coll_host_hash()};
+    coll_strlcpy(self.hostname, coll_hostname(), sizeof(self.hostname));
+    COLL_CHECK_GOTO(coll_bootstrap_allgather(comm->bs, &self, sizeof(self), comm->peers,
+                                             deadline), st, err);
+    comm->comm_id = coll_hash64(coll_bootstrap_seed(comm->bs) ^ (uint64_t)comm->peers[0].pid);
+    COLL_CHECK_GOTO(comm_pick_transports(comm), st, err);
+    COLL_CHECK_GOTO(comm_connect(comm, deadline), st, err);
+    comm->last_progress = coll_time_s();
+    coll_info(INIT, "rank %d of %d ready (comm %016llx%s%s)", rank, nranks,
+              (unsigned long long)comm->comm_id, comm->name[0] ? ", " : "", comm->name);
+    *comm_p = comm;
+    return COLL_OK;
+err:
+    if (comm->bs != NULL) {
+        coll_bootstrap_abort(comm->bs, coll_get_last_error());
+        coll_bootstrap_close(comm->bs, coll_time_s() + 1.0);
+        comm->bs = NULL;
+    }
+    comm_free(comm);
+    return st;
+}
+
+COLL_API coll_result_t coll_comm_destroy(coll_comm_t *comm)
+{
+    COLL_CHECK(coll_comm_check_handle(comm, "coll_comm_destroy"));
+    pthread_mutex_lock(&comm->lock);
+    int busy = comm->active != NULL && comm->error == COLL_OK;
+    pthread_mutex_unlock(&comm->lock);
+    if (busy) {
+        coll_warn(COLL, "rank %d: destroying a communicator with operations still running",
+                  comm->rank);
+    }
+    coll_result_t st = coll_bootstrap_close(comm->bs, coll_time_s() + comm->timeout_s);
+    comm->bs = NULL;
+    comm_free(comm);
+    return st == COLL_ERR_TIMEOUT ? COLL_OK : st;
+}
+
+COLL_API coll_result_t coll_comm_abort(coll_comm_t *comm)
+{
+    COLL_CHECK(coll_comm_check_handle(comm, "coll_comm_abort"));
+    if (atomic_exchange(&comm->aborted, 1) != 0) {
+        return COLL_OK;
+    }
+    char reason[128];
+    snprintf(reason, sizeof(reason), "coll_comm_abort called on rank %d", comm->rank);
+    if (comm->error == COLL_OK) {
+        /* written without the lock on purpose: a waiter may hold it while sleeping */
+        snprintf(comm->last_error, sizeof(comm->last_error), "%s", reason);
+        comm->error = COLL_ERR_ABORTED;
+    }
+    if (comm->bs != NULL) {
+        coll_bootstrap_abort(comm->bs, reason);
+    }
+    coll_engine_wake(comm);
+    return COLL_OK;
+}
+
+COLL_API coll_result_t coll_comm_rank(const coll_comm_t *comm, int *rank_p)
+{
+    COLL_CHECK(coll_comm_check_handle(comm, "coll_comm_rank"));
+    if (rank_p == NULL) {
+        return coll_set_last_error(COLL_ERR_INVALID_ARG, "coll_comm_rank: rank_p is NULL");
+    }
+    *rank_p = comm->rank;
+    return COLL_OK;
+}
+
+COLL_API coll_result_t coll_comm_size(const coll_comm_t *comm, int *size_p)
+{
+    COLL_CHECK(coll_comm_check_handle(comm, "coll_comm_size"));
+    if (size_p == NULL) {
+        return coll_set_last_error(COLL_ERR_INVALID_ARG, "coll_comm_size: size_p is NULL");
+    }
+    *size_p = comm->nranks;
+    return COLL_OK;
+}
+
+COLL_API coll_result_t coll_comm_get_error(const coll_comm_t *comm)
+{
+    COLL_CHECK(coll_comm_check_handle(comm, "coll_comm_get_error"));
+    return comm->error;
+}
+
+COLL_API const char *coll_comm_last_error(const coll_comm_t *comm)
+{
+    if (comm == NULL || comm->magic != COLL_COMM_MAGIC) {
+        return coll_get_last_error();
+    }
+    return comm->last_error;
+}

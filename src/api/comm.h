@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The communicator object: identity, peers, the transport chosen for each peer, the engine's
+ * state (sequence numbers, active operations, schedule cache) and the error state shared by
+ * every operation on it. Internal; the public type is opaque.
+ */
+#ifndef COLL_API_COMM_H
+#define COLL_API_COMM_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include "coll.h"
+#include "transport.h"
+#include "bootstrap/bootstrap.h"
+
+#define COLL_COMM_MAGIC     0x434f4d4du /* "COMM" */
+#define COLL_COMM_MAX_TP    8
+#define COLL_SCHED_CACHE    16
+
+struct coll_request;
+struct coll_sched_entry;
+
+typedef struct coll_comm_tp {
+    const coll_transport_ops_t *ops;
+    coll_tp_ctx_t              *ctx;   /* NULL if no peer uses it */
+    int                         npeers;
+} coll_comm_tp_t;
+
+struct coll_comm {
+    uint32_t          magic;
+    int               rank;
+    int               nranks;
+    uint64_t          comm_id;
+    char              name[64];
+    double            timeout_s;
+    coll_bootstrap_t *bs;
+    coll_peer_info_t *peers;
+    coll_comm_tp_t    tp[COLL_COMM_MAX_TP];
+    int               ntp;
+    coll_tp_ep_t    **eps;      /* by rank; NULL for self */
+    int8_t           *ep_tp;    /* transport index by rank; -1 for self */
+    int               nsplits;  /* splits made from this communicator so far */
+
+    /* engine */
+    pthread_mutex_t          lock;
+    uint32_t                 coll_seq;
+    uint32_t                *send_seq; /* per peer: user sends posted */
+    uint32_t                *recv_seq; /* per peer: user receives posted */
+    struct coll_request     *active;   /* started, not finished */
+    struct coll_request     *zombies;  /* failed, parked until destroy */
+    struct coll_sched_entry *cache[COLL_SCHED_CACHE];
+    uint64_t                 cache_clock;
+    double                   last_progress; /* when any step last completed */
+    char                    *algo_override;
+
+    /* errors: first failure wins and is sticky */
+    atomic_int    aborted;
+    coll_result_t error;
+    char          last_error[512];
+};
+
+/* Validate the handle itself (NULL, destroyed). */
+coll_result_t coll_comm_check_handle(const coll_comm_t *comm, const char *fn);
+/* Record an argument error on the communicator (and the thread), return st. */
+coll_result_t coll_comm_arg_error(coll_comm_t *comm, coll_result_t st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Mark the communicator failed (first call wins), log once, wake waiters; returns st. */
+coll_result_t coll_comm_fail(coll_comm_t *comm, coll_result_t st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* comm.c: create from a unique id (used by init and split). */
+coll_result_t coll_comm_create(coll_comm_t **comm_p, int nranks, const coll_unique_id_t *id,
+                               int rank, const coll_config_t *config);
+
+#endif

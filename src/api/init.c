@@ -1,0 +1,216 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Entry points that create communicators: coll_get_unique_id (NCCL style), coll_comm_init_rank,
+ * coll_init/coll_finalize (MPI style, from the launcher's environment) and coll_comm_split.
+ */
+#include "api/comm.h"
+#include "engine/engine.h"
+#include "error.h"
+#include "log.h"
+#include "param.h"
+#include "util.h"
+
+#include <arpa/inet.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
+static coll_comm_t    *init_world;
+
+static coll_result_t init_library(void)
+{
+    COLL_CHECK(coll_params_load());
+    coll_log_init();
+    return COLL_OK;
+}
+
+/* Wildcard address of the same family, port kept: a root reachable on every interface. */
+static coll_sockaddr_t init_any_addr(const coll_sockaddr_t *like)
+{
+    coll_sockaddr_t any;
+    memset(&any, 0, sizeof(any));
+    any.ss.ss_family = like->ss.ss_family;
+    any.len          = like->len;
+    coll_sock_set_port(&any, coll_sock_port(like));
+    return any;
+}
+
+COLL_API coll_result_t coll_get_unique_id(coll_unique_id_t *id_p)
+{
+    coll_sockaddr_t addr;
+    uint8_t         secret[16];
+    uint64_t        nonce;
+    if (id_p == NULL) {
+        return coll_set_last_error(COLL_ERR_INVALID_ARG, "coll_get_unique_id: id_p is NULL");
+    }
+    COLL_CHECK(init_library());
+    COLL_CHECK(coll_sock_pick_addr(&addr, NULL, 0));
+    COLL_CHECK(coll_random_bytes(secret, sizeof(secret)));
+    COLL_CHECK(coll_random_bytes(&nonce, sizeof(nonce)));
+    coll_sockaddr_t any = init_any_addr(&addr);
+    return coll_boot_root_start(&any, &addr, secret, nonce, id_p);
+}
+
+COLL_API coll_result_t coll_comm_init_rank_config(coll_comm_t **comm_p, int nranks,
+                                                  coll_unique_id_t id, int rank,
+                                                  const coll_config_t *config)
+{
+    COLL_CHECK(init_library());
+    if (comm_p == NULL) {
+        return coll_set_last_error(COLL_ERR_INVALID_ARG, "coll_comm_init_rank: comm_p is NULL");
+    }
+    *comm_p = NULL;
+    if (nranks < 1) {
+        return coll_set_last_error(COLL_ERR_INVALID_ARG,
+                                   "coll_comm_init_rank: nranks is %d, expected >= 1", nranks);
+    }
+    if (rank < 0 || rank >= nranks) {
+        return coll_set_last_error(COLL_ERR_INVALID_ARG,
+                                   "coll_comm_init_rank: rank is %d, expected 0..%d", rank,
+                                   nranks - 1);
+    }
+    if (config != NULL && config->size != sizeof(coll_config_t)) {
+        return coll_set_last_error(COLL_ERR_INVALID_ARG,
+                                   "coll_comm_init_rank: config->size is %zu, expected %zu "
+                                   "(use COLL_CONFIG_INITIALIZER)",
+                                   config->size, sizeof(coll_config_t));
+    }
+    return coll_comm_create(comm_p, nranks, &id, rank, config);
+}
+
+COLL_API coll_result_t coll_comm_init_rank(coll_comm_t **comm_p, int nranks, coll_unique_id_t id,
+                                           int rank)
+{
+    return coll_comm_init_rank_config(comm_p, nranks, id, rank, NULL);
+}
+
+COLL_API coll_result_t coll_init(int *argc, char ***argv, coll_comm_t **world_p)
+{
+    coll_env_job_t   job;
+    coll_unique_id_t id;
+    coll_result_t    st;
+    if (world_p == NULL) {
+        return coll_set_last_error(COLL_ERR_INVALID_ARG, "coll_init: world_p is NULL");
+    }
+    COLL_CHECK(init_library());
+    pthread_mutex_lock(&init_lock);
+    if (init_world != NULL) {
+        pthread_mutex_unlock(&init_lock);
+        return coll_set_last_error(COLL_ERR_INVALID_USAGE, "coll_init called twice");
+    }
+    COLL_CHECK_GOTO(coll_env_discover(&job), st, out);
+    coll_log_set_rank(job.rank);
+    uint64_t nonce = coll_hash_bytes(job.secret, sizeof(job.secret), 0x6e6f6e6365ull);
+    if (job.rank == 0) {
+        coll_sockaddr_t any = init_any_addr(&job.root_addr);
+        st = coll_boot_root_start(&any, &job.root_addr, job.secret, nonce, &id);
+        if (st != COLL_OK) {
+            char buf[80];
+            coll_set_last_error(st, "rank 0 cannot host the bootstrap root on port %d (%s): "
+                                    "set COLL_ROOT_ADDR or MASTER_PORT to a free port",
+                                coll_sock_port(&job.root_addr),
+                                coll_sock_str(&job.root_addr, buf, sizeof(buf)));
+            goto out;
+        }
+    } else {
+        coll_boot_uid_make(&job.root_addr, job.secret, nonce, &id);
+    }
+    COLL_CHECK_GOTO(coll_comm_create(&init_world, job.nranks, &id, job.rank, NULL), st, out);
+    *world_p = init_world;
+out:
+    pthread_mutex_unlock(&init_lock);
+    return st;
+}
+
+COLL_API coll_result_t coll_finalize(void)
+{
+    pthread_mutex_lock(&init_lock);
+    coll_comm_t *w = init_world;
+    init_world     = NULL;
+    pthread_mutex_unlock(&init_lock);
+    if (w == NULL) {
+        return coll_set_last_error(COLL_ERR_INVALID_USAGE, "coll_finalize without coll_init");
+    }
+    return coll_comm_destroy(w);
+}
+
+typedef struct {
+    int32_t color;
+    int32_t key;
+    int32_t rank;
+} split_entry_t;
+
+static int split_cmp(const void *a, const void *b)
+{
+    const split_entry_t *x = a, *y = b;
+    if (x->key != y->key) {
+        return x->key < y->key ? -1 : 1;
+    }
+    return x->rank < y->rank ? -1 : x->rank > y->rank;
+}
+
+COLL_API coll_result_t coll_comm_split(coll_comm_t *comm, int color, int key,
+                                       coll_comm_t **newcomm_p)
+{
+    coll_result_t st;
+    COLL_CHECK(coll_comm_check_handle(comm, "coll_comm_split"));
+    if (newcomm_p == NULL) {
+        return coll_comm_arg_error(comm, COLL_ERR_INVALID_ARG, "coll_comm_split: newcomm_p is NULL");
+    }
+    if (color < 0 && color != COLL_SPLIT_NOCOLOR) {
+        return coll_comm_arg_error(comm, COLL_ERR_INVALID_ARG,
+                                   "coll_comm_split: color %d is negative (only "
+                                   "COLL_SPLIT_NOCOLOR may be)", color);
+    }
+    *newcomm_p          = NULL;
+    double         deadline = coll_time_s() + coll_param_time(COLL_P_BOOTSTRAP_TIMEOUT);
+    int            n        = comm->nranks;
+    split_entry_t  mine     = {color, key, comm->rank};
+    split_entry_t *all      = coll_calloc((size_t)n, sizeof(*all), "split table");
+    coll_unique_id_t *ids   = coll_calloc((size_t)n, sizeof(*ids), "split ids");
+    coll_unique_id_t  myid;
+    memset(&myid, 0, sizeof(myid));
+    if (all == NULL || ids == NULL) {
+        st = COLL_ERR_NO_MEMORY;
+        goto out;
+    }
+    COLL_CHECK_GOTO(coll_bootstrap_allgather(comm->bs, &mine, sizeof(mine), all, deadline), st,
+                    out);
+    /* members of my color, ordered by (key, old rank); the first is the leader */
+    int nmem = 0, newrank = -1, leader = -1;
+    for (int i = 0; i < n; i++) {
+        if (all[i].color == color && color != COLL_SPLIT_NOCOLOR) {
+            all[nmem++] = all[i];
+        }
+    }
+    qsort(all, (size_t)nmem, sizeof(*all), split_cmp);
+    for (int i = 0; i < nmem; i++) {
+        if (all[i].rank == comm->rank) {
+            newrank = i;
+        }
+    }
+    leader = nmem > 0 ? all[0].rank : -1;
+    if (leader == comm->rank) {
+        coll_sockaddr_t addr;
+        uint8_t         secret[16];
+        uint64_t        nonce;
+        COLL_CHECK_GOTO(coll_sock_pick_addr(&addr, NULL, 0), st, out);
+        COLL_CHECK_GOTO(coll_random_bytes(secret, sizeof(secret)), st, out);
+        COLL_CHECK_GOTO(coll_random_bytes(&nonce, sizeof(nonce)), st, out);
+        coll_sockaddr_t any = init_any_addr(&addr);
+        COLL_CHECK_GOTO(coll_boot_root_start(&any, &addr, secret, nonce, &myid), st, out);
+    }
+    COLL_CHECK_GOTO(coll_bootstrap_allgather(comm->bs, &myid, sizeof(myid), ids, deadline), st,
+                    out);
+    comm->nsplits++;
+    if (newrank >= 0) {
+        coll_config_t cfg = COLL_CONFIG_INITIALIZER;
+        cfg.timeout_s     = comm->timeout_s;
+        st = coll_comm_create(newcomm_p, nmem, &ids[leader], newrank, &cfg);
+    }
+out:
+    coll_free(all);
+    coll_free(ids);
+    return st;
+}

@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: MIT */
+/* Completion of non-blocking operations: coll_wait, coll_waitall, coll_test. */
+#include "engine/engine.h"
+#include "error.h"
+
+COLL_API coll_result_t coll_wait(coll_request_t *req)
+{
+    if (req == NULL) {
+        return coll_set_last_error(COLL_ERR_INVALID_ARG, "coll_wait: req is NULL");
+    }
+    return coll_engine_wait(req);
+}
+
+COLL_API coll_result_t coll_waitall(int n, coll_request_t **reqs)
+{
+    coll_result_t first = COLL_OK;
+    if (n < 0 || (n > 0 && reqs == NULL)) {
+        return coll_set_last_error(COLL_ERR_INVALID_ARG, "coll_waitall: %d requests at %p", n,
+                                   (void *)reqs);
+    }
+    for (int i = 0; i < n; i++) {
+        if (reqs[i] != NULL) {
+            coll_result_t st = coll_engine_wait(reqs[i]);
+            reqs[i]          = NULL;
+            if (st != COLL_OK && first == COLL_OK) {
+                first = st;
+            }
+        }
+    }
+    return first;
+}
+
+COLL_API coll_result_t coll_test(coll_request_t *req, int *done_p)
+{
+    coll_result_t st = COLL_OK;
+    if (req == NULL || done_p == NULL) {
+        return coll_set_last_error(COLL_ERR_INVALID_ARG, "coll_test: %s is NULL",
+                                   req == NULL ? "req" : "done_p");
+    }
+    *done_p = coll_engine_test(req, &st);
+    return st;
+}

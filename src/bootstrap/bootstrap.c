@@ -1,0 +1,262 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Bootstrap client: joins the root, runs gather rounds, and watches the control connection
+ * for notices (another rank aborted or died, the join failed). The first failure is kept and
+ * returned by every later call, so all layers above see one consistent cause.
+ */
+#include "bootstrap.h"
+#include "error.h"
+#include "log.h"
+#include "util.h"
+#include "wire.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+struct coll_bootstrap {
+    int           fd;
+    int           rank;
+    int           nranks;
+    uint64_t      job_tag;
+    uint64_t      nonce;
+    uint64_t      seed;
+    uint32_t      round;
+    coll_result_t failed;
+    char          fail_msg[256];
+};
+
+static coll_result_t boot_fail(coll_bootstrap_t *bs, coll_result_t st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static coll_result_t boot_fail(coll_bootstrap_t *bs, coll_result_t st, const char *fmt, ...)
+{
+    if (bs->failed == COLL_OK) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(bs->fail_msg, sizeof(bs->fail_msg), fmt, ap);
+        va_end(ap);
+        bs->failed = st;
+        coll_error(BOOTSTRAP, "%s", bs->fail_msg);
+    }
+    return bs->failed;
+}
+
+static coll_result_t boot_send(coll_bootstrap_t *bs, coll_boot_type_t type, uint32_t round,
+                               const void *payload, uint32_t len, double deadline)
+{
+    coll_boot_hdr_t h;
+    coll_boot_hdr_fill(&h, type, bs->job_tag, bs->rank, round, len);
+    coll_result_t st = coll_sock_send_all(bs->fd, &h, sizeof(h), deadline);
+    if (st == COLL_OK && len > 0) {
+        st = coll_sock_send_all(bs->fd, payload, len, deadline);
+    }
+    if (st != COLL_OK && type != COLL_BOOT_BYE && type != COLL_BOOT_ABORT) {
+        return boot_fail(bs, st == COLL_ERR_TIMEOUT ? st : COLL_ERR_REMOTE,
+                         "lost the bootstrap root (rank 0's process died?) while sending %s",
+                         coll_boot_type_name(type));
+    }
+    return st;
+}
+
+/* Read one message; payload (if any) into buf of cap bytes. */
+static coll_result_t boot_recv(coll_bootstrap_t *bs, coll_boot_hdr_t *h, void *buf, size_t cap,
+                               double deadline)
+{
+    char why[200];
+    char scratch[512];
+    coll_result_t st = coll_sock_recv_all(bs->fd, h, sizeof(*h), deadline);
+    if (st == COLL_ERR_TIMEOUT) {
+        return st;
+    }
+    if (st != COLL_OK) {
+        return boot_fail(bs, COLL_ERR_REMOTE,
+                         "lost the connection to the bootstrap root (rank 0's process died?)");
+    }
+    if (coll_boot_hdr_check(h, bs->job_tag, UINT32_MAX, why, sizeof(why)) != COLL_OK) {
+        return boot_fail(bs, COLL_ERR_TRANSPORT, "bad message from the bootstrap root: %s", why);
+    }
+    int   is_notice = h->type != COLL_BOOT_GATHER;
+    void *dst       = is_notice ? scratch : buf;
+    if (h->len > (is_notice ? sizeof(scratch) - 1 : cap)) {
+        return boot_fail(bs, COLL_ERR_TRANSPORT, "bootstrap %s of %u bytes is too large",
+                         coll_boot_type_name(h->type), h->len);
+    }
+    st = coll_sock_recv_all(bs->fd, dst, h->len, deadline);
+    if (st != COLL_OK) {
+        return boot_fail(bs, COLL_ERR_REMOTE, "lost the bootstrap root mid-message");
+    }
+    if (is_notice) {
+        scratch[h->len] = '\0';
+        switch (h->type) {
+        case COLL_BOOT_DEATH:
+            return boot_fail(bs, COLL_ERR_REMOTE, "%s", scratch);
+        case COLL_BOOT_ABORT:
+            return boot_fail(bs, COLL_ERR_REMOTE, "rank %d aborted the communicator: %s",
+                             h->rank, scratch);
+        case COLL_BOOT_ERROR:
+            return boot_fail(bs, COLL_ERR_REMOTE, "bootstrap failed: %s", scratch);
+        default:
+            break; /* WELCOME, FIN: the caller looks at the type */
+        }
+    }
+    return COLL_OK;
+}
+
+coll_result_t coll_bootstrap_connect(const coll_unique_id_t *id, int rank, int nranks,
+                                     double deadline, coll_bootstrap_t **bs_p)
+{
+    coll_sockaddr_t   addr;
+    uint8_t           secret[16];
+    char              abuf[80];
+    coll_boot_hdr_t   h;
+    coll_result_t     st;
+    coll_bootstrap_t *bs = coll_calloc(1, sizeof(*bs), "bootstrap");
+    if (bs == NULL) {
+        return COLL_ERR_NO_MEMORY;
+    }
+    bs->fd = -1;
+    COLL_CHECK_GOTO(coll_boot_uid_parse(id, &addr, secret, &bs->nonce), st, err);
+    bs->rank    = rank;
+    bs->nranks  = nranks;
+    bs->job_tag = coll_boot_job_tag(secret);
+    bs->seed    = coll_hash_bytes(secret, 16, 0x73656564ull);
+    st          = coll_sock_connect(&addr, deadline, &bs->fd);
+    if (st != COLL_OK) {
+        coll_set_last_error(st, "rank %d cannot reach the bootstrap root at %s", rank,
+                            coll_sock_str(&addr, abuf, sizeof(abuf)));
+        goto err;
+    }
+    coll_boot_hello_t hello = {.nranks = nranks, .rank = rank, .comm_nonce = bs->nonce};
+    COLL_CHECK_GOTO(boot_send(bs, COLL_BOOT_HELLO, 0, &hello, sizeof(hello), deadline), st, err);
+    do {
+        st = boot_recv(bs, &h, NULL, 0, deadline);
+        if (st == COLL_ERR_TIMEOUT) {
+            coll_set_last_error(st, "rank %d: not every rank joined within COLL_BOOTSTRAP_TIMEOUT",
+                                rank);
+            goto err;
+        }
+        if (st != COLL_OK) {
+            coll_set_last_error(st, "rank %d: %s", rank, bs->fail_msg);
+            goto err;
+        }
+    } while (h.type != COLL_BOOT_WELCOME);
+    coll_debug(BOOTSTRAP, "rank %d joined the bootstrap at %s", rank,
+               coll_sock_str(&addr, abuf, sizeof(abuf)));
+    *bs_p = bs;
+    return COLL_OK;
+
+err:
+    if (bs->fd >= 0) {
+        close(bs->fd);
+    }
+    coll_free(bs);
+    return st;
+}
+
+coll_result_t coll_bootstrap_allgather(coll_bootstrap_t *bs, const void *mine, size_t len,
+                                       void *all, double deadline)
+{
+    coll_boot_hdr_t h;
+    size_t          total = len * (size_t)bs->nranks;
+    if (bs->failed != COLL_OK) {
+        return bs->failed;
+    }
+    if (len > COLL_BOOT_MAX_PAYLOAD) {
+        coll_error(BOOTSTRAP, "bootstrap all-gather of %zu bytes exceeds %u", len,
+                   COLL_BOOT_MAX_PAYLOAD);
+        return COLL_ERR_INVALID_ARG;
+    }
+    COLL_CHECK(boot_send(bs, COLL_BOOT_GATHER, bs->round, mine, (uint32_t)len, deadline));
+    for (;;) {
+        coll_result_t st = boot_recv(bs, &h, all, total, deadline);
+        if (st == COLL_ERR_TIMEOUT) {
+            return boot_fail(bs, st, "bootstrap round %u: not every rank arrived in time",
+                             bs->round);
+        }
+        if (st != COLL_OK) {
+            return st;
+        }
+        if (h.type == COLL_BOOT_GATHER) {
+            if (h.round != bs->round || h.len != total) {
+                return boot_fail(bs, COLL_ERR_MISMATCH,
+                                 "bootstrap round %u: got round %u with %u bytes, expected %zu",
+                                 bs->round, h.round, h.len, total);
+            }
+            bs->round++;
+            return COLL_OK;
+        }
+    }
+}
+
+coll_result_t coll_bootstrap_barrier(coll_bootstrap_t *bs, double deadline)
+{
+    return coll_bootstrap_allgather(bs, NULL, 0, NULL, deadline);
+}
+
+coll_result_t coll_bootstrap_poll(coll_bootstrap_t *bs, char *msg, size_t msglen)
+{
+    coll_boot_hdr_t h;
+    while (bs->failed == COLL_OK) {
+        struct pollfd p = {.fd = bs->fd, .events = POLLIN};
+        if (poll(&p, 1, 0) <= 0) {
+            break;
+        }
+        /* the root writes notices whole: a short deadline is enough */
+        if (boot_recv(bs, &h, NULL, 0, coll_time_s() + 2.0) != COLL_OK) {
+            break;
+        }
+    }
+    if (bs->failed != COLL_OK && msg != NULL) {
+        coll_strlcpy(msg, bs->fail_msg, msglen);
+    }
+    return bs->failed;
+}
+
+void coll_bootstrap_abort(coll_bootstrap_t *bs, const char *reason)
+{
+    boot_send(bs, COLL_BOOT_ABORT, 0, reason, (uint32_t)strlen(reason) + 1, coll_time_s() + 1.0);
+}
+
+coll_result_t coll_bootstrap_close(coll_bootstrap_t *bs, double deadline)
+{
+    coll_boot_hdr_t h;
+    coll_result_t   st = boot_send(bs, COLL_BOOT_BYE, 0, NULL, 0, deadline);
+    while (st == COLL_OK) {
+        st = coll_sock_recv_all(bs->fd, &h, sizeof(h), deadline);
+        if (st == COLL_OK && h.len > 0) {
+            char skip[512];
+            st = h.len <= sizeof(skip) ? coll_sock_recv_all(bs->fd, skip, h.len, deadline)
+                                       : COLL_ERR_TRANSPORT;
+        }
+        if (st == COLL_OK && h.type == COLL_BOOT_FIN) {
+            break;
+        }
+    }
+    if (st == COLL_ERR_TIMEOUT) {
+        coll_warn(BOOTSTRAP, "rank %d: not every rank finished before the deadline; closing",
+                  bs->rank);
+    }
+    close(bs->fd);
+    coll_boot_root_join(bs->nonce);
+    coll_free(bs);
+    return st == COLL_ERR_TIMEOUT ? st : COLL_OK;
+}
+
+int coll_bootstrap_fd(const coll_bootstrap_t *bs)
+{
+    return bs->fd;
+}
+
+uint64_t coll_bootstrap_job_tag(const coll_bootstrap_t *bs)
+{
+    return bs->job_tag;
+}
+
+uint64_t coll_bootstrap_seed(const coll_bootstrap_t *bs)
+{
+    return bs->seed;
+}

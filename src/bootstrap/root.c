@@ -1,0 +1,492 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The bootstrap root: one thread per unique id, in the process that created the id. It
+ * accepts ranks (validating every header; strays are logged and dropped without disturbing
+ * the job), runs gather rounds, relays ABORT, turns a member's disconnect before BYE into a
+ * DEATH notice for everyone else, enforces the join deadline, and ends after every BYE.
+ */
+#include "bootstrap.h"
+#include "error.h"
+#include "log.h"
+#include "param.h"
+#include "util.h"
+#include "wire.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define ROOT_HELLO_TIMEOUT 10.0 /* a connection must say hello within this */
+
+typedef struct root_conn {
+    int             fd;
+    int             rank;      /* -1 until HELLO accepted */
+    int             said_bye;
+    double          opened;
+    coll_sockaddr_t from;
+    coll_boot_hdr_t hdr;
+    size_t          hdr_got;
+    char           *payload;
+    size_t          pay_got;
+} root_conn_t;
+
+struct coll_boot_root {
+    int               listen_fd;
+    int               wake[2];
+    uint64_t          job_tag;
+    uint64_t          nonce;
+    int               nranks;     /* from the first accepted hello */
+    root_conn_t     **conns;
+    int               nconns;
+    root_conn_t     **by_rank;
+    int               joined;
+    int               byes;
+    int               welcomed;
+    uint32_t          round;
+    int               gathered;
+    uint32_t          gather_len;
+    char             *gather_buf;
+    double            join_deadline;
+    pthread_t         thread;
+    int               done;
+    coll_boot_root_t *next;
+};
+
+static pthread_mutex_t   root_list_lock = PTHREAD_MUTEX_INITIALIZER;
+static coll_boot_root_t *root_list;
+
+static void root_send(coll_boot_root_t *r, root_conn_t *c, coll_boot_type_t type, int from,
+                      uint32_t round, const void *payload, uint32_t len)
+{
+    coll_boot_hdr_t h;
+    double          deadline = coll_time_s() + 10.0;
+    if (c == NULL || c->fd < 0) {
+        return;
+    }
+    coll_boot_hdr_fill(&h, type, r->job_tag, from, round, len);
+    if (coll_sock_send_all(c->fd, &h, sizeof(h), deadline) != COLL_OK ||
+        (len > 0 && coll_sock_send_all(c->fd, payload, len, deadline) != COLL_OK)) {
+        coll_debug(BOOTSTRAP, "root: could not send %s to rank %d", coll_boot_type_name(type),
+                   c->rank);
+    }
+}
+
+static void root_broadcast(coll_boot_root_t *r, coll_boot_type_t type, int from, uint32_t round,
+                           const void *payload, uint32_t len, int except)
+{
+    for (int i = 0; i < r->nranks; i++) {
+        if (i != except && r->by_rank[i] != NULL) {
+            root_send(r, r->by_rank[i], type, from, round, payload, len);
+        }
+    }
+}
+
+static void root_drop(coll_boot_root_t *r, int idx)
+{
+    root_conn_t *c = r->conns[idx];
+    if (c->rank >= 0 && r->by_rank != NULL && r->by_rank[c->rank] == c) {
+        r->by_rank[c->rank] = NULL;
+    }
+    close(c->fd);
+    coll_free(c->payload);
+    coll_free(c);
+    r->conns[idx] = r->conns[--r->nconns];
+}
+
+static int root_hello(coll_boot_root_t *r, root_conn_t *c, char *why, size_t whylen)
+{
+    coll_boot_hello_t h;
+    if (c->hdr.type != COLL_BOOT_HELLO || c->hdr.len != sizeof(h)) {
+        snprintf(why, whylen, "first message is %s of %u bytes, expected HELLO",
+                 coll_boot_type_name(c->hdr.type), c->hdr.len);
+        return -1;
+    }
+    memcpy(&h, c->payload, sizeof(h));
+    if (h.comm_nonce != r->nonce) {
+        snprintf(why, whylen, "hello for another unique id");
+        return -1;
+    }
+    if (h.nranks < 1 || h.nranks > COLL_BOOT_MAX_RANKS || h.rank < 0 || h.rank >= h.nranks) {
+        snprintf(why, whylen, "hello with rank %d of %d", h.rank, h.nranks);
+        return -1;
+    }
+    if (r->nranks < 0) {
+        r->by_rank = coll_calloc((size_t)h.nranks, sizeof(*r->by_rank), "bootstrap ranks");
+        if (r->by_rank == NULL) {
+            snprintf(why, whylen, "out of memory");
+            return -1;
+        }
+        r->nranks = h.nranks;
+    } else if (h.nranks != r->nranks) {
+        snprintf(why, whylen, "rank %d says nranks %d, earlier ranks said %d", h.rank, h.nranks,
+                 r->nranks);
+        return -1;
+    }
+    if (r->by_rank[h.rank] != NULL) {
+        snprintf(why, whylen, "rank %d joined twice", h.rank);
+        return -1;
+    }
+    c->rank             = h.rank;
+    r->by_rank[h.rank] = c;
+    if (++r->joined == r->nranks) {
+        root_broadcast(r, COLL_BOOT_WELCOME, -1, 0, NULL, 0, -1);
+        r->welcomed = 1;
+        coll_debug(BOOTSTRAP, "root: all %d ranks joined", r->nranks);
+    }
+    return 0;
+}
+
+static void root_gather(coll_boot_root_t *r, root_conn_t *c)
+{
+    char msg[160];
+    if (c->hdr.round != r->round || (r->gathered > 0 && c->hdr.len != r->gather_len)) {
+        snprintf(msg, sizeof(msg),
+                 "rank %d sent %u bytes for bootstrap round %u; others sent %u for round %u",
+                 c->rank, c->hdr.len, c->hdr.round, r->gather_len, r->round);
+        coll_error(BOOTSTRAP, "%s", msg);
+        root_broadcast(r, COLL_BOOT_ERROR, -1, 0, msg, (uint32_t)strlen(msg) + 1, -1);
+        return;
+    }
+    if (r->gathered == 0) {
+        r->gather_len = c->hdr.len;
+        coll_free(r->gather_buf);
+        r->gather_buf = coll_malloc((size_t)r->nranks * c->hdr.len, "bootstrap gather");
+        if (r->gather_buf == NULL) {
+            return;
+        }
+    }
+    memcpy(r->gather_buf + (size_t)c->rank * r->gather_len, c->payload, c->hdr.len);
+    if (++r->gathered == r->nranks) {
+        root_broadcast(r, COLL_BOOT_GATHER, -1, r->round, r->gather_buf,
+                       (uint32_t)((size_t)r->nranks * r->gather_len), -1);
+        r->gathered = 0;
+        r->round++;
+    }
+}
+
+/* A rank finished (BYE) or is gone; after the last one everybody gets FIN. */
+static void root_count_finished(coll_boot_root_t *r)
+{
+    if (++r->byes == r->nranks) {
+        root_broadcast(r, COLL_BOOT_FIN, -1, 0, NULL, 0, -1);
+        r->done = 1;
+    }
+}
+
+static void root_message(coll_boot_root_t *r, root_conn_t *c)
+{
+    switch (c->hdr.type) {
+    case COLL_BOOT_GATHER:
+        root_gather(r, c);
+        break;
+    case COLL_BOOT_ABORT:
+        root_broadcast(r, COLL_BOOT_ABORT, c->rank, 0, c->payload, c->hdr.len, c->rank);
+        break;
+    case COLL_BOOT_BYE:
+        c->said_bye = 1;
+        root_count_finished(r);
+        break;
+    default:
+        coll_warn(BOOTSTRAP, "root: unexpected %s from rank %d ignored",
+                  coll_boot_type_name(c->hdr.type), c->rank);
+    }
+}
+
+/* Member disconnected: before BYE that is a failure everyone must hear about. */
+static void root_lost(coll_boot_root_t *r, root_conn_t *c, const char *cause)
+{
+    char msg[200];
+    if (c->rank < 0 || c->said_bye) {
+        return;
+    }
+    snprintf(msg, sizeof(msg), "rank %d disconnected from the bootstrap without finishing (%s)",
+             c->rank, cause);
+    coll_warn(BOOTSTRAP, "root: %s", msg);
+    root_broadcast(r, COLL_BOOT_DEATH, c->rank, 0, msg, (uint32_t)strlen(msg) + 1, c->rank);
+    c->said_bye = 1; /* it will never say BYE itself */
+    root_count_finished(r);
+}
+
+/* Read what is available; returns -1 when the connection must be dropped. */
+static int root_read(coll_boot_root_t *r, root_conn_t *c)
+{
+    char why[200], addr[80];
+    for (;;) {
+        void  *dst  = c->hdr_got < sizeof(c->hdr) ? (char *)&c->hdr + c->hdr_got
+                                                  : c->payload + c->pay_got;
+        size_t want = c->hdr_got < sizeof(c->hdr) ? sizeof(c->hdr) - c->hdr_got
+                                                  : c->hdr.len - c->pay_got;
+        ssize_t n   = want > 0 ? recv(c->fd, dst, want, 0) : 0;
+        if (want > 0 && n == 0) {
+            root_lost(r, c, "connection closed; process died?");
+            return -1;
+        }
+        if (n < 0) {
+            if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
+                return 0;
+            }
+            root_lost(r, c, strerror(errno));
+            return -1;
+        }
+        if (c->hdr_got < sizeof(c->hdr)) {
+            c->hdr_got += (size_t)n;
+            if (c->hdr_got < sizeof(c->hdr)) {
+                continue;
+            }
+            if (coll_boot_hdr_check(&c->hdr, r->job_tag, COLL_BOOT_MAX_PAYLOAD, why,
+                                    sizeof(why)) != COLL_OK) {
+                coll_warn(BOOTSTRAP, "root: rejected %s from %s: %s",
+                          c->rank < 0 ? "connection" : "message",
+                          coll_sock_str(&c->from, addr, sizeof(addr)), why);
+                root_lost(r, c, "sent a malformed message");
+                return -1;
+            }
+            coll_free(c->payload);
+            c->payload = coll_malloc(c->hdr.len, "bootstrap message");
+            c->pay_got = 0;
+            if (c->payload == NULL) {
+                return -1;
+            }
+        } else {
+            c->pay_got += (size_t)n;
+        }
+        if (c->pay_got < c->hdr.len) {
+            continue;
+        }
+        c->hdr_got = 0;
+        if (c->rank < 0) {
+            if (root_hello(r, c, why, sizeof(why)) != 0) {
+                coll_warn(BOOTSTRAP, "root: rejected connection from %s: %s",
+                          coll_sock_str(&c->from, addr, sizeof(addr)), why);
+                return -1;
+            }
+        } else {
+            root_message(r, c);
+        }
+    }
+}
+
+static void root_accept(coll_boot_root_t *r)
+{
+    for (;;) {
+        coll_sockaddr_t from = {.len = sizeof(from.ss)};
+        int             fd   = accept4(r->listen_fd, (struct sockaddr *)&from.ss, &from.len,
+                                       SOCK_CLOEXEC | SOCK_NONBLOCK);
+        if (fd < 0) {
+            return;
+        }
+        root_conn_t **grown = coll_realloc(r->conns, sizeof(*grown) * (size_t)(r->nconns + 1),
+                                           "bootstrap connections");
+        root_conn_t  *c     = coll_calloc(1, sizeof(*c), "bootstrap connection");
+        if (grown == NULL || c == NULL) {
+            coll_free(c);
+            close(fd);
+            if (grown != NULL) {
+                r->conns = grown;
+            }
+            return;
+        }
+        coll_sock_nonblock(fd);
+        c->fd                 = fd;
+        c->rank               = -1;
+        c->opened             = coll_time_s();
+        c->from               = from;
+        r->conns              = grown;
+        r->conns[r->nconns++] = c;
+    }
+}
+
+static void root_expire(coll_boot_root_t *r)
+{
+    char   msg[200], addr[80];
+    double now = coll_time_s();
+    for (int i = r->nconns - 1; i >= 0; i--) {
+        root_conn_t *c = r->conns[i];
+        if (c->rank < 0 && now - c->opened > ROOT_HELLO_TIMEOUT) {
+            coll_warn(BOOTSTRAP, "root: connection from %s sent no hello in %.0f s: closed",
+                      coll_sock_str(&c->from, addr, sizeof(addr)), ROOT_HELLO_TIMEOUT);
+            root_drop(r, i);
+        }
+    }
+    if (!r->welcomed && now > r->join_deadline) {
+        int missing = r->nranks < 0 ? -1 : 0;
+        for (int i = 0; r->nranks > 0 && i < r->nranks; i++) {
+            if (r->by_rank[i] == NULL) {
+                missing = i;
+                break;
+            }
+        }
+        snprintf(msg, sizeof(msg),
+                 "only %d of %d ranks joined within COLL_BOOTSTRAP_TIMEOUT (first missing: rank %d)",
+                 r->joined, r->nranks, missing);
+        coll_error(BOOTSTRAP, "root: %s", msg);
+        root_broadcast(r, COLL_BOOT_ERROR, -1, 0, msg, (uint32_t)strlen(msg) + 1, -1);
+        r->done = 1;
+    }
+}
+
+static void *root_main(void *arg)
+{
+    coll_boot_root_t *r   = arg;
+    struct pollfd    *pfd = NULL;
+    while (!r->done) {
+        pfd = coll_realloc(pfd, sizeof(*pfd) * (size_t)(r->nconns + 2), "bootstrap poll set");
+        if (pfd == NULL) {
+            break;
+        }
+        pfd[0] = (struct pollfd){.fd = r->listen_fd, .events = POLLIN};
+        pfd[1] = (struct pollfd){.fd = r->wake[0], .events = POLLIN};
+        int n  = r->nconns;
+        for (int i = 0; i < n; i++) {
+            pfd[i + 2] = (struct pollfd){.fd = r->conns[i]->fd, .events = POLLIN};
+        }
+        if (poll(pfd, (nfds_t)n + 2, 200) < 0 && errno != EINTR) {
+            break;
+        }
+        if (pfd[1].revents != 0) {
+            break; /* asked to stop */
+        }
+        for (int i = n - 1; i >= 0; i--) {
+            if (pfd[i + 2].revents != 0 && root_read(r, r->conns[i]) < 0) {
+                root_drop(r, i);
+            }
+        }
+        if (pfd[0].revents != 0) {
+            root_accept(r);
+        }
+        root_expire(r);
+    }
+    coll_free(pfd);
+    while (r->nconns > 0) {
+        root_drop(r, r->nconns - 1);
+    }
+    return NULL;
+}
+
+void coll_boot_uid_make(const coll_sockaddr_t *addr, const uint8_t secret[16], uint64_t nonce,
+                        coll_unique_id_t *id_p)
+{
+    coll_uid_t u;
+    memset(id_p, 0, sizeof(*id_p));
+    memset(&u, 0, sizeof(u));
+    u.magic   = COLL_UID_MAGIC;
+    u.version = COLL_BOOT_VERSION;
+    memcpy(u.secret, secret, 16);
+    u.nonce  = nonce;
+    u.family = addr->ss.ss_family;
+    if (addr->ss.ss_family == AF_INET6) {
+        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)&addr->ss;
+        memcpy(u.addr, &in6->sin6_addr, 16);
+        u.port = in6->sin6_port;
+    } else {
+        const struct sockaddr_in *in = (const struct sockaddr_in *)&addr->ss;
+        memcpy(u.addr, &in->sin_addr, 4);
+        u.port = in->sin_port;
+    }
+    memcpy(id_p->internal, &u, sizeof(u));
+}
+
+coll_result_t coll_boot_uid_parse(const coll_unique_id_t *id, coll_sockaddr_t *addr_p,
+                                  uint8_t secret[16], uint64_t *nonce_p)
+{
+    coll_uid_t u;
+    memcpy(&u, id->internal, sizeof(u));
+    if (u.magic != COLL_UID_MAGIC || u.version != COLL_BOOT_VERSION ||
+        (u.family != AF_INET && u.family != AF_INET6)) {
+        return coll_set_last_error(COLL_ERR_INVALID_ARG,
+                                   "unique id is not valid (not made by coll_get_unique_id, or "
+                                   "from another libcoll version)");
+    }
+    memset(addr_p, 0, sizeof(*addr_p));
+    if (u.family == AF_INET6) {
+        struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&addr_p->ss;
+        in6->sin6_family         = AF_INET6;
+        memcpy(&in6->sin6_addr, u.addr, 16);
+        in6->sin6_port = u.port;
+        addr_p->len    = sizeof(*in6);
+    } else {
+        struct sockaddr_in *in = (struct sockaddr_in *)&addr_p->ss;
+        in->sin_family         = AF_INET;
+        memcpy(&in->sin_addr, u.addr, 4);
+        in->sin_port = u.port;
+        addr_p->len  = sizeof(*in);
+    }
+    memcpy(secret, u.secret, 16);
+    *nonce_p = u.nonce;
+    return COLL_OK;
+}
+
+coll_result_t coll_boot_root_start(const coll_sockaddr_t *bind_addr,
+                                   const coll_sockaddr_t *advertise_addr, const uint8_t secret[16],
+                                   uint64_t nonce, coll_unique_id_t *id_p)
+{
+    coll_boot_root_t *r = coll_calloc(1, sizeof(*r), "bootstrap root");
+    coll_sockaddr_t   addr = *bind_addr, adv = *advertise_addr;
+    coll_result_t     st;
+    if (r == NULL) {
+        return COLL_ERR_NO_MEMORY;
+    }
+    r->nranks        = -1;
+    r->job_tag       = coll_boot_job_tag(secret);
+    r->nonce         = nonce;
+    r->join_deadline = coll_time_s() + coll_param_time(COLL_P_BOOTSTRAP_TIMEOUT);
+    COLL_CHECK_GOTO(coll_sock_listen(&addr, 1024, &r->listen_fd), st, err_free);
+    if (pipe2(r->wake, O_CLOEXEC) != 0) {
+        st = COLL_ERR_SYSTEM;
+        goto err_close;
+    }
+    coll_sock_set_port(&adv, coll_sock_port(&addr));
+    if (pthread_create(&r->thread, NULL, root_main, r) != 0) {
+        coll_error(BOOTSTRAP, "cannot start the bootstrap root thread: %s", strerror(errno));
+        st = COLL_ERR_SYSTEM;
+        goto err_pipe;
+    }
+    pthread_mutex_lock(&root_list_lock);
+    r->next   = root_list;
+    root_list = r;
+    pthread_mutex_unlock(&root_list_lock);
+    coll_boot_uid_make(&adv, secret, nonce, id_p);
+    return COLL_OK;
+
+err_pipe:
+    close(r->wake[0]);
+    close(r->wake[1]);
+err_close:
+    close(r->listen_fd);
+err_free:
+    coll_free(r);
+    return st;
+}
+
+void coll_boot_root_join(uint64_t nonce)
+{
+    coll_boot_root_t **pp, *r = NULL;
+    pthread_mutex_lock(&root_list_lock);
+    for (pp = &root_list; *pp != NULL; pp = &(*pp)->next) {
+        if ((*pp)->nonce == nonce) {
+            r   = *pp;
+            *pp = r->next;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&root_list_lock);
+    if (r == NULL) {
+        return;
+    }
+    if (write(r->wake[1], "x", 1) < 0) {
+        coll_debug(BOOTSTRAP, "root wake failed: %s", strerror(errno));
+    }
+    pthread_join(r->thread, NULL);
+    close(r->wake[0]);
+    close(r->wake[1]);
+    close(r->listen_fd);
+    coll_free(r->by_rank);
+    coll_free(r->gather_buf);
+    coll_free(r->conns);
+    coll_free(r);
+}

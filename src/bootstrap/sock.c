@@ -1,0 +1,302 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Socket helpers: parse/print addresses, pick an interface, listen, connect with retries and
+ * move whole buffers with deadlines. Every failure is logged once with strerror and the peer.
+ */
+#include "sock.h"
+#include "log.h"
+#include "param.h"
+#include "util.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netdb.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+coll_result_t coll_sock_parse(const char *text, coll_sockaddr_t *addr_p)
+{
+    char        host[256];
+    const char *colon = strrchr(text, ':');
+    if (colon == NULL || colon == text || colon[1] == '\0') {
+        coll_error(BOOTSTRAP, "address '%s' is not host:port", text);
+        return COLL_ERR_INVALID_ARG;
+    }
+    size_t hlen = (size_t)(colon - text);
+    if (text[0] == '[' && hlen >= 2 && text[hlen - 1] == ']') {
+        text++;
+        hlen -= 2;
+    }
+    if (hlen >= sizeof(host)) {
+        coll_error(BOOTSTRAP, "host name in '%s' is too long", text);
+        return COLL_ERR_INVALID_ARG;
+    }
+    memcpy(host, text, hlen);
+    host[hlen] = '\0';
+    char *end  = NULL;
+    long  port = strtol(colon + 1, &end, 10);
+    if (*end != '\0' || port <= 0 || port > 65535) {
+        coll_error(BOOTSTRAP, "port in '%s' is not a number in 1..65535", text);
+        return COLL_ERR_INVALID_ARG;
+    }
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *res = NULL;
+    int             rc    = getaddrinfo(host, NULL, &hints, &res);
+    if (rc != 0 || res == NULL) {
+        coll_error(BOOTSTRAP, "cannot resolve host '%s': %s", host, gai_strerror(rc));
+        return COLL_ERR_INVALID_ARG;
+    }
+    memset(addr_p, 0, sizeof(*addr_p));
+    memcpy(&addr_p->ss, res->ai_addr, res->ai_addrlen);
+    addr_p->len = res->ai_addrlen;
+    freeaddrinfo(res);
+    coll_sock_set_port(addr_p, (int)port);
+    return COLL_OK;
+}
+
+const char *coll_sock_str(const coll_sockaddr_t *addr, char *buf, size_t len)
+{
+    char host[INET6_ADDRSTRLEN] = "?";
+    if (addr->ss.ss_family == AF_INET) {
+        inet_ntop(AF_INET, &((const struct sockaddr_in *)&addr->ss)->sin_addr, host, sizeof(host));
+        snprintf(buf, len, "%s:%d", host, coll_sock_port(addr));
+    } else if (addr->ss.ss_family == AF_INET6) {
+        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)&addr->ss)->sin6_addr, host,
+                  sizeof(host));
+        snprintf(buf, len, "[%s]:%d", host, coll_sock_port(addr));
+    } else {
+        snprintf(buf, len, "(family %d)", addr->ss.ss_family);
+    }
+    return buf;
+}
+
+int coll_sock_port(const coll_sockaddr_t *addr)
+{
+    if (addr->ss.ss_family == AF_INET6) {
+        return ntohs(((const struct sockaddr_in6 *)&addr->ss)->sin6_port);
+    }
+    return ntohs(((const struct sockaddr_in *)&addr->ss)->sin_port);
+}
+
+void coll_sock_set_port(coll_sockaddr_t *addr, int port)
+{
+    if (addr->ss.ss_family == AF_INET6) {
+        ((struct sockaddr_in6 *)&addr->ss)->sin6_port = htons((uint16_t)port);
+    } else {
+        ((struct sockaddr_in *)&addr->ss)->sin_port = htons((uint16_t)port);
+    }
+}
+
+int coll_sock_ifname_match(const char *filter, const char *name)
+{
+    int exclude = 0, exact = 0;
+    if (filter == NULL || filter[0] == '\0') {
+        /* default: anything but loopback and docker bridges */
+        return strncmp(name, "lo", 2) != 0 && strncmp(name, "docker", 6) != 0;
+    }
+    if (filter[0] == '^') {
+        exclude = 1;
+        filter++;
+    }
+    if (filter[0] == '=') {
+        exact = 1;
+        filter++;
+    }
+    int         found = 0;
+    const char *p     = filter;
+    while (*p != '\0' && !found) {
+        const char *comma = strchr(p, ',');
+        size_t      n     = comma != NULL ? (size_t)(comma - p) : strlen(p);
+        if (n > 0) {
+            found = exact ? (strlen(name) == n && strncmp(name, p, n) == 0)
+                          : strncmp(name, p, n) == 0;
+        }
+        p += n + (comma != NULL ? 1 : 0);
+    }
+    return exclude ? !found : found;
+}
+
+coll_result_t coll_sock_pick_addr(coll_sockaddr_t *addr_p, char *ifname, size_t ifname_len)
+{
+    const char     *filter = coll_param_str(COLL_P_SOCKET_IFNAME);
+    struct ifaddrs *ifs    = NULL, *best = NULL;
+    if (getifaddrs(&ifs) != 0) {
+        coll_error(BOOTSTRAP, "getifaddrs failed: %s", strerror(errno));
+        return COLL_ERR_SYSTEM;
+    }
+    for (int family_pass = 0; family_pass < 2 && best == NULL; family_pass++) {
+        int family = family_pass == 0 ? AF_INET : AF_INET6;
+        for (struct ifaddrs *i = ifs; i != NULL; i = i->ifa_next) {
+            if (i->ifa_addr == NULL || i->ifa_addr->sa_family != family ||
+                !(i->ifa_flags & IFF_UP) || !coll_sock_ifname_match(filter, i->ifa_name)) {
+                continue;
+            }
+            if (family == AF_INET6 &&
+                IN6_IS_ADDR_LINKLOCAL(&((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr)) {
+                continue;
+            }
+            best = i;
+            break;
+        }
+    }
+    memset(addr_p, 0, sizeof(*addr_p));
+    if (best == NULL) {
+        if (filter != NULL && filter[0] != '\0') {
+            coll_error(BOOTSTRAP, "no interface matches COLL_SOCKET_IFNAME='%s'", filter);
+            freeifaddrs(ifs);
+            return COLL_ERR_INVALID_ARG;
+        }
+        struct sockaddr_in *in = (struct sockaddr_in *)&addr_p->ss;
+        in->sin_family         = AF_INET;
+        in->sin_addr.s_addr    = htonl(INADDR_LOOPBACK);
+        addr_p->len            = sizeof(*in);
+        if (ifname != NULL) {
+            coll_strlcpy(ifname, "lo", ifname_len);
+        }
+    } else {
+        addr_p->len = best->ifa_addr->sa_family == AF_INET ? sizeof(struct sockaddr_in)
+                                                            : sizeof(struct sockaddr_in6);
+        memcpy(&addr_p->ss, best->ifa_addr, addr_p->len);
+        if (ifname != NULL) {
+            coll_strlcpy(ifname, best->ifa_name, ifname_len);
+        }
+    }
+    freeifaddrs(ifs);
+    coll_sock_set_port(addr_p, 0);
+    return COLL_OK;
+}
+
+void coll_sock_nonblock(int fd)
+{
+    int fl = fcntl(fd, F_GETFL, 0);
+    if (fl >= 0) {
+        fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+    }
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+coll_result_t coll_sock_listen(coll_sockaddr_t *addr, int backlog, int *fd_p)
+{
+    char buf[80];
+    int  fd = socket(addr->ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        coll_error(BOOTSTRAP, "socket failed: %s", strerror(errno));
+        return COLL_ERR_SYSTEM;
+    }
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (bind(fd, (struct sockaddr *)&addr->ss, addr->len) != 0 || listen(fd, backlog) != 0) {
+        int err = errno;
+        coll_error(BOOTSTRAP, "cannot listen on %s: %s", coll_sock_str(addr, buf, sizeof(buf)),
+                   strerror(err));
+        close(fd);
+        return err == EADDRINUSE ? COLL_ERR_INVALID_USAGE : COLL_ERR_SYSTEM;
+    }
+    addr->len = sizeof(addr->ss);
+    getsockname(fd, (struct sockaddr *)&addr->ss, &addr->len);
+    coll_sock_nonblock(fd);
+    *fd_p = fd;
+    return COLL_OK;
+}
+
+coll_result_t coll_sock_connect(const coll_sockaddr_t *addr, double deadline, int *fd_p)
+{
+    char   buf[80];
+    double backoff = 0.001;
+    for (;;) {
+        int fd = socket(addr->ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0) {
+            coll_error(BOOTSTRAP, "socket failed: %s", strerror(errno));
+            return COLL_ERR_SYSTEM;
+        }
+        if (connect(fd, (const struct sockaddr *)&addr->ss, addr->len) == 0) {
+            coll_sock_nonblock(fd);
+            *fd_p = fd;
+            return COLL_OK;
+        }
+        int err = errno;
+        close(fd);
+        if (err != ECONNREFUSED && err != ETIMEDOUT && err != ENETUNREACH && err != EINTR &&
+            err != EAGAIN && err != ECONNRESET) {
+            coll_error(BOOTSTRAP, "cannot connect to %s: %s",
+                       coll_sock_str(addr, buf, sizeof(buf)), strerror(err));
+            return COLL_ERR_SYSTEM;
+        }
+        if (coll_time_s() + backoff > deadline) {
+            coll_error(BOOTSTRAP, "cannot connect to %s before the deadline: %s",
+                       coll_sock_str(addr, buf, sizeof(buf)), strerror(err));
+            return COLL_ERR_TIMEOUT;
+        }
+        usleep((useconds_t)(backoff * 1e6));
+        backoff = backoff < 0.1 ? backoff * 2 : 0.1;
+    }
+}
+
+static coll_result_t sock_wait(int fd, short events, double deadline)
+{
+    double left = deadline - coll_time_s();
+    if (left <= 0) {
+        return COLL_ERR_TIMEOUT;
+    }
+    struct pollfd p = {.fd = fd, .events = events};
+    int           ms = left > 1.0 ? 1000 : (int)(left * 1000) + 1;
+    if (poll(&p, 1, ms) < 0 && errno != EINTR) {
+        return COLL_ERR_SYSTEM;
+    }
+    return COLL_OK;
+}
+
+coll_result_t coll_sock_send_all(int fd, const void *buf, size_t len, double deadline)
+{
+    const char *p = buf;
+    while (len > 0) {
+        ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+        if (n > 0) {
+            p += n;
+            len -= (size_t)n;
+            continue;
+        }
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+            coll_result_t st = sock_wait(fd, POLLOUT, deadline);
+            if (st != COLL_OK) {
+                return st;
+            }
+            continue;
+        }
+        return (n < 0 && (errno == EPIPE || errno == ECONNRESET)) ? COLL_ERR_REMOTE
+                                                                  : COLL_ERR_SYSTEM;
+    }
+    return COLL_OK;
+}
+
+coll_result_t coll_sock_recv_all(int fd, void *buf, size_t len, double deadline)
+{
+    char *p = buf;
+    while (len > 0) {
+        ssize_t n = recv(fd, p, len, 0);
+        if (n > 0) {
+            p += n;
+            len -= (size_t)n;
+            continue;
+        }
+        if (n == 0) {
+            return COLL_ERR_REMOTE;
+        }
+        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
+            coll_result_t st = sock_wait(fd, POLLIN, deadline);
+            if (st != COLL_OK) {
+                return st;
+            }
+            continue;
+        }
+        return errno == ECONNRESET ? COLL_ERR_REMOTE : COLL_ERR_SYSTEM;
+    }
+    return COLL_OK;
+}

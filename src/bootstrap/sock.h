@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Socket helpers for the bootstrap (and reusable by the tcp transport): address parsing and
+ * printing, interface choice with NCCL_SOCKET_IFNAME-style filters, non-blocking connect and
+ * listen, and send/recv of whole buffers against a deadline.
+ */
+#ifndef COLL_BOOTSTRAP_SOCK_H
+#define COLL_BOOTSTRAP_SOCK_H
+
+#include <netinet/in.h>
+#include <stddef.h>
+#include <sys/socket.h>
+#include "coll.h"
+
+typedef struct {
+    struct sockaddr_storage ss;
+    socklen_t               len;
+} coll_sockaddr_t;
+
+/* "host:port", "[v6]:port"; host may be a name. */
+coll_result_t coll_sock_parse(const char *text, coll_sockaddr_t *addr_p);
+/* Printable "a.b.c.d:port" into buf. */
+const char *coll_sock_str(const coll_sockaddr_t *addr, char *buf, size_t len);
+int  coll_sock_port(const coll_sockaddr_t *addr);
+void coll_sock_set_port(coll_sockaddr_t *addr, int port);
+
+/* Address of the interface to use (COLL_SOCKET_IFNAME: prefixes, ^ excludes, = exact; default
+ * skips lo and docker*, falls back to loopback). ifname_p (may be NULL) receives its name. */
+coll_result_t coll_sock_pick_addr(coll_sockaddr_t *addr_p, char *ifname, size_t ifname_len);
+/* Does name pass the filter (NCCL syntax)? Exposed for tests. */
+int coll_sock_ifname_match(const char *filter, const char *name);
+
+/* Listening socket bound to addr (port 0 = any); *addr_p gets the actual port. */
+coll_result_t coll_sock_listen(coll_sockaddr_t *addr, int backlog, int *fd_p);
+/* Connect with retries on ECONNREFUSED until deadline (coll_time_s()). */
+coll_result_t coll_sock_connect(const coll_sockaddr_t *addr, double deadline, int *fd_p);
+/* Whole-buffer I/O on a (non-blocking) socket, polling until deadline. EOF -> COLL_ERR_REMOTE. */
+coll_result_t coll_sock_send_all(int fd, const void *buf, size_t len, double deadline);
+coll_result_t coll_sock_recv_all(int fd, void *buf, size_t len, double deadline);
+void          coll_sock_nonblock(int fd);
+
+#endif

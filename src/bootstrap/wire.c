@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Bootstrap wire helpers: fill and validate message headers. A header that fails a check is
+ * never trusted further: its length is not used to read a payload.
+ */
+#include "wire.h"
+#include "util.h"
+
+#include <stdio.h>
+#include <string.h>
+
+uint64_t coll_boot_job_tag(const uint8_t secret[16])
+{
+    return coll_hash_bytes(secret, 16, 0x6a6f62746167ull);
+}
+
+void coll_boot_hdr_fill(coll_boot_hdr_t *h, coll_boot_type_t type, uint64_t job_tag, int rank,
+                        uint32_t round, uint32_t len)
+{
+    memset(h, 0, sizeof(*h));
+    h->magic   = COLL_BOOT_MAGIC;
+    h->version = COLL_BOOT_VERSION;
+    h->type    = (uint16_t)type;
+    h->job_tag = job_tag;
+    h->rank    = rank;
+    h->round   = round;
+    h->len     = len;
+}
+
+const char *coll_boot_type_name(uint32_t type)
+{
+    static const char *const names[] = {"?",     "HELLO", "WELCOME", "GATHER", "ABORT",
+                                        "DEATH", "BYE",   "FIN",     "ERROR"};
+    return type < COLL_BOOT_TYPE_MAX ? names[type] : "?";
+}
+
+coll_result_t coll_boot_hdr_check(const coll_boot_hdr_t *h, uint64_t job_tag, uint32_t max_len,
+                                  char *why, size_t why_len)
+{
+    if (h->magic != COLL_BOOT_MAGIC) {
+        snprintf(why, why_len, "bad magic 0x%08x (not a libcoll bootstrap peer)", h->magic);
+        return COLL_ERR_TRANSPORT;
+    }
+    if (h->version != COLL_BOOT_VERSION) {
+        snprintf(why, why_len, "protocol version %u, expected %u (mixed libcoll versions?)",
+                 h->version, COLL_BOOT_VERSION);
+        return COLL_ERR_TRANSPORT;
+    }
+    if (h->job_tag != job_tag) {
+        snprintf(why, why_len, "job tag mismatch (a peer of another job or unique id)");
+        return COLL_ERR_TRANSPORT;
+    }
+    if (h->type == 0 || h->type >= COLL_BOOT_TYPE_MAX) {
+        snprintf(why, why_len, "unknown message type %u", h->type);
+        return COLL_ERR_TRANSPORT;
+    }
+    if (h->len > max_len) {
+        snprintf(why, why_len, "%s payload of %u bytes exceeds the limit of %u",
+                 coll_boot_type_name(h->type), h->len, max_len);
+        return COLL_ERR_TRANSPORT;
+    }
+    return COLL_OK;
+}

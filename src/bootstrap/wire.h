@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Bootstrap wire format: a fixed 32-byte header (magic, version, type, job tag, sender rank,
+ * round, payload length) in front of every message, validated before anything else is read.
+ * Also the layout of coll_unique_id_t. Little-endian hosts only (x86-64, aarch64).
+ */
+#ifndef COLL_BOOTSTRAP_WIRE_H
+#define COLL_BOOTSTRAP_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "coll.h"
+
+#define COLL_BOOT_MAGIC        0x424c4f43u /* "COLB" */
+#define COLL_BOOT_VERSION      1
+#define COLL_BOOT_MAX_PAYLOAD  (1u << 20)  /* per message from a rank */
+#define COLL_BOOT_MAX_RANKS    (1 << 20)
+#define COLL_UID_MAGIC         0x44495543u /* "CUID" */
+
+typedef enum {
+    COLL_BOOT_HELLO = 1, /* rank -> root: join (payload: coll_boot_hello_t) */
+    COLL_BOOT_WELCOME,   /* root -> rank: everyone joined */
+    COLL_BOOT_GATHER,    /* rank -> root: contribution of round; root -> rank: all of them */
+    COLL_BOOT_ABORT,     /* rank -> root -> everyone: rank aborted (payload: reason text) */
+    COLL_BOOT_DEATH,     /* root -> everyone: rank disconnected without BYE (payload: text) */
+    COLL_BOOT_BYE,       /* rank -> root: done with the communicator */
+    COLL_BOOT_FIN,       /* root -> rank: everyone said BYE, close */
+    COLL_BOOT_ERROR,     /* root -> rank: job failed (payload: text), e.g. join deadline */
+    COLL_BOOT_TYPE_MAX
+} coll_boot_type_t;
+
+typedef struct {
+    uint32_t magic;
+    uint16_t version;
+    uint16_t type;
+    uint64_t job_tag;
+    int32_t  rank;    /* sender's rank; -1 from the root */
+    uint32_t round;   /* GATHER round number */
+    uint32_t len;     /* payload bytes that follow */
+    uint32_t reserved;
+} coll_boot_hdr_t;
+
+typedef struct {
+    int32_t  nranks;
+    int32_t  rank;
+    uint64_t comm_nonce; /* must be equal across ranks: same unique id */
+} coll_boot_hello_t;
+
+/* Layout of coll_unique_id_t.internal (fits in COLL_UNIQUE_ID_BYTES). */
+typedef struct {
+    uint32_t magic;
+    uint32_t version;
+    uint8_t  secret[16];
+    uint64_t nonce;        /* random per id: communicators from different ids never match */
+    uint16_t family;
+    uint16_t port;         /* network order */
+    uint8_t  addr[16];     /* IPv4 (4 bytes) or IPv6 */
+} coll_uid_t;
+
+_Static_assert(sizeof(coll_uid_t) <= COLL_UNIQUE_ID_BYTES, "unique id layout too large");
+_Static_assert(sizeof(coll_boot_hdr_t) == 32, "bootstrap header must be 32 bytes");
+
+/* The tag every message of the job carries (derived, the secret itself never travels). */
+uint64_t coll_boot_job_tag(const uint8_t secret[16]);
+
+void coll_boot_hdr_fill(coll_boot_hdr_t *h, coll_boot_type_t type, uint64_t job_tag, int rank,
+                        uint32_t round, uint32_t len);
+/* Validate a received header; on failure writes the reason (for the log) into why. */
+coll_result_t coll_boot_hdr_check(const coll_boot_hdr_t *h, uint64_t job_tag, uint32_t max_len,
+                                  char *why, size_t why_len);
+const char *coll_boot_type_name(uint32_t type);
+
+#endif

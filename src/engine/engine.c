@@ -1,0 +1,251 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Starting operations and driving them: algorithm choice, the per-communicator schedule cache
+ * (schedules depend only on the call's shape, never on pointers), wire tags, the list of
+ * active requests, and one progress pass over transports and requests.
+ */
+#include "engine.h"
+#include "error.h"
+#include "log.h"
+#include "param.h"
+#include "util.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+#define ENGINE_TAG_P2P (1ull << 63)
+
+static void engine_free(coll_task_t *req);
+
+static int engine_args_equal(const coll_args_t *a, const coll_args_t *b)
+{
+    return a->coll == b->coll && a->count == b->count && a->dtype == b->dtype &&
+           a->op == b->op && a->root == b->root && a->in_place == b->in_place &&
+           a->chunk_bytes == b->chunk_bytes;
+}
+
+static void engine_entry_put(coll_sched_entry_t *e)
+{
+    if (--e->refs == 0) {
+        coll_sched_destroy(&e->sched);
+        coll_free(e);
+    }
+}
+
+void coll_engine_free_zombies(coll_comm_t *comm)
+{
+    while (comm->zombies != NULL) {
+        coll_task_t *req = comm->zombies;
+        comm->zombies    = req->next;
+        engine_free(req);
+    }
+}
+
+void coll_engine_cache_clear(coll_comm_t *comm)
+{
+    for (int i = 0; i < COLL_SCHED_CACHE; i++) {
+        if (comm->cache[i] != NULL) {
+            engine_entry_put(comm->cache[i]);
+            comm->cache[i] = NULL;
+        }
+    }
+}
+
+static coll_result_t engine_build(coll_comm_t *comm, const coll_args_t *args,
+                                  coll_sched_entry_t **entry_p)
+{
+    const coll_algo_t *algo = coll_algo_select(comm->nranks, args, comm->algo_override);
+    coll_result_t      st;
+    char               msg[256];
+    if (algo == NULL) {
+        return coll_comm_fail(comm, COLL_ERR_INTERNAL, "no algorithm implements %s",
+                              coll_op_name(args->coll));
+    }
+    coll_sched_entry_t *e = coll_calloc(1, sizeof(*e), "schedule");
+    if (e == NULL) {
+        return COLL_ERR_NO_MEMORY;
+    }
+    e->args = *args;
+    e->algo = algo;
+    e->refs = 1;
+    coll_sched_init(&e->sched, comm->rank, comm->nranks, args->dtype, args->op);
+    COLL_CHECK_GOTO(algo->build(comm->rank, comm->nranks, args, &e->sched), st, err);
+    COLL_CHECK_GOTO(coll_sched_finalize(&e->sched), st, err);
+    if (coll_log_enabled(COLL_LOG_DEBUG, COLL_SS_ALGO)) {
+        st = coll_sched_check(&e->sched, msg, sizeof(msg));
+        if (st != COLL_OK) {
+            coll_error(ALGO, "%s %s schedule is invalid: %s", algo->name,
+                       coll_op_name(args->coll), msg);
+            goto err;
+        }
+    }
+    coll_debug(ALGO, "%s: %s of %zu x %s, %u steps", algo->name, coll_op_name(args->coll),
+               args->count, coll_dtype_name(args->dtype), e->sched.nsteps);
+    *entry_p = e;
+    return COLL_OK;
+err:
+    coll_sched_destroy(&e->sched);
+    coll_free(e);
+    return st;
+}
+
+/* A cached schedule for args (one reference for the caller). */
+static coll_result_t engine_sched_get(coll_comm_t *comm, const coll_args_t *args,
+                                      coll_sched_entry_t **entry_p)
+{
+    int victim = 0;
+    for (int i = 0; i < COLL_SCHED_CACHE; i++) {
+        coll_sched_entry_t *e = comm->cache[i];
+        if (e != NULL && engine_args_equal(&e->args, args)) {
+            e->used = ++comm->cache_clock;
+            e->refs++;
+            *entry_p = e;
+            return COLL_OK;
+        }
+        if (e == NULL || (comm->cache[victim] != NULL && e->used < comm->cache[victim]->used)) {
+            victim = i;
+        }
+    }
+    coll_sched_entry_t *e;
+    COLL_CHECK(engine_build(comm, args, &e));
+    if (comm->cache[victim] != NULL) {
+        engine_entry_put(comm->cache[victim]);
+    }
+    e->used              = ++comm->cache_clock;
+    e->refs++;
+    comm->cache[victim] = e;
+    *entry_p            = e;
+    return COLL_OK;
+}
+
+static void engine_unlink(coll_comm_t *comm, coll_task_t *req)
+{
+    if (req->prev != NULL) {
+        req->prev->next = req->next;
+    } else if (comm->active == req) {
+        comm->active = req->next;
+    }
+    if (req->next != NULL) {
+        req->next->prev = req->prev;
+    }
+    req->next = req->prev = NULL;
+}
+
+static void engine_free(coll_task_t *req)
+{
+    coll_task_release(req);
+    if (req->entry != NULL) {
+        engine_entry_put(req->entry);
+    }
+    coll_free(req);
+}
+
+coll_result_t coll_engine_start(coll_comm_t *comm, const coll_args_t *args, const void *sendbuf,
+                                void *recvbuf, coll_task_t **req_p)
+{
+    coll_result_t st;
+    coll_task_t  *req = coll_calloc(1, sizeof(*req), "request");
+    if (req == NULL) {
+        return COLL_ERR_NO_MEMORY;
+    }
+    req->comm                      = comm;
+    req->args                      = *args;
+    req->bufs[COLL_BUF_SEND]       = (void *)sendbuf;
+    req->bufs[COLL_BUF_RECV]       = recvbuf;
+    COLL_CHECK_GOTO(engine_sched_get(comm, args, &req->entry), st, err);
+    if (req->entry->sched.scratch_bytes > 0) {
+        req->scratch = coll_malloc(req->entry->sched.scratch_bytes, "scratch buffer");
+        if (req->scratch == NULL) {
+            st = COLL_ERR_NO_MEMORY;
+            goto err;
+        }
+        req->bufs[COLL_BUF_SCRATCH] = req->scratch;
+    }
+    if (args->coll == COLL_OP_SEND) {
+        req->seq      = comm->send_seq[args->root]++;
+        req->tag_base = ENGINE_TAG_P2P | ((uint64_t)(req->seq & 0x7fffffffu) << 32);
+    } else if (args->coll == COLL_OP_RECV) {
+        req->seq      = comm->recv_seq[args->root]++;
+        req->tag_base = ENGINE_TAG_P2P | ((uint64_t)(req->seq & 0x7fffffffu) << 32);
+    } else {
+        req->seq      = comm->coll_seq++;
+        req->tag_base = (uint64_t)(req->seq & 0x7fffffffu) << 32;
+    }
+    COLL_CHECK_GOTO(coll_task_init(req), st, err);
+    req->next = comm->active;
+    if (comm->active != NULL) {
+        comm->active->prev = req;
+    }
+    comm->active        = req;
+    comm->last_progress = coll_time_s();
+    coll_task_progress(req);
+    if (req->status < 0) {
+        coll_comm_fail(comm, req->status, "%s #%u failed to start on rank %d",
+                       coll_op_name(args->coll), req->seq, comm->rank);
+    }
+    *req_p = req;
+    return COLL_OK;
+err:
+    engine_free(req);
+    return st;
+}
+
+coll_result_t coll_engine_progress(coll_comm_t *comm)
+{
+    int moved = 0;
+    for (int t = 0; t < comm->ntp; t++) {
+        if (comm->tp[t].ctx != NULL) {
+            int r = comm->tp[t].ops->progress(comm->tp[t].ctx);
+            if (r > 0) {
+                moved = 1;
+            }
+        }
+    }
+    for (coll_task_t *req = comm->active; req != NULL; req = req->next) {
+        uint32_t before = req->ncomplete;
+        coll_task_progress(req);
+        if (req->ncomplete != before) {
+            moved = 1;
+        }
+        if (req->status < 0 && comm->error == COLL_OK) {
+            int peer = coll_engine_waiting_peer(req);
+            coll_comm_fail(comm, req->status, "%s #%u failed on rank %d (peer rank %d): %s",
+                           coll_op_name(req->args.coll), req->seq, comm->rank, peer,
+                           coll_strerror(req->status));
+        }
+    }
+    if (moved) {
+        comm->last_progress = coll_time_s();
+    }
+    return comm->error;
+}
+
+void coll_engine_fail_all(coll_comm_t *comm, coll_result_t st)
+{
+    for (coll_task_t *req = comm->active; req != NULL; req = req->next) {
+        if (req->status == COLL_OK && !req->finished) {
+            req->status = st;
+        }
+    }
+}
+
+/* Finished or failed: unlink and free; returns its status. Lock held. */
+coll_result_t coll_engine_reap(coll_task_t *req)
+{
+    coll_comm_t  *comm = req->comm;
+    coll_result_t st   = req->finished ? COLL_OK : req->status;
+    if (!req->finished && st == COLL_OK) {
+        st = comm->error != COLL_OK ? comm->error : COLL_ERR_INTERNAL;
+    }
+    engine_unlink(comm, req);
+    /* A failed request may still have operations inside transports: they are owned by the
+     * endpoints until the communicator is destroyed, so its memory must stay. */
+    if (req->finished) {
+        engine_free(req);
+    } else {
+        req->status     = st;
+        req->next       = comm->zombies;
+        comm->zombies   = req;
+    }
+    return st;
+}

@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The engine runs schedules without blocking: a started operation (a request) posts every
+ * step whose dependencies are complete to the peer's transport, reduces and copies locally,
+ * and completes when all steps have. Progress is driven by coll_wait/coll_test (and, later, a
+ * progress thread). Waiting spins briefly and then sleeps in the transports (futex/poll), with
+ * the communicator's deadline; a silent peer becomes COLL_ERR_TIMEOUT naming it.
+ */
+#ifndef COLL_ENGINE_H
+#define COLL_ENGINE_H
+
+#include "api/comm.h"
+#include "algo.h"
+#include "transport.h"
+
+typedef struct coll_sched_entry {
+    coll_args_t        args;
+    const coll_algo_t *algo;
+    coll_sched_t       sched;
+    int                refs;    /* requests using it + 1 while cached */
+    uint64_t           used;    /* LRU clock */
+} coll_sched_entry_t;
+
+typedef struct coll_task_op {
+    coll_tp_op_t         op;
+    struct coll_request *req;
+    uint32_t             step;
+} coll_task_op_t;
+
+typedef struct coll_request {
+    coll_comm_t        *comm;
+    coll_sched_entry_t *entry;
+    coll_args_t         args;
+    void               *bufs[COLL_BUF_COUNT];
+    void               *scratch;
+    uint64_t            tag_base;
+    uint32_t            seq;
+    uint32_t            nsteps;
+    uint32_t            ncomplete;
+    uint32_t           *ndeps_left;
+    uint32_t           *ready;     /* stack of steps ready to start */
+    uint32_t            nready;
+    uint32_t           *doneq;     /* steps finished by transport callbacks */
+    uint32_t            ndone;
+    uint8_t            *started;
+    coll_task_op_t     *ops;
+    coll_result_t       status;    /* OK while running; error once failed */
+    int                 finished;
+    struct coll_request *next;
+    struct coll_request *prev;
+} coll_task_t;
+
+/* Start an operation: picks the algorithm, builds (or reuses) the schedule, posts ready steps.
+ * On success *req_p is running (maybe already finished). */
+coll_result_t coll_engine_start(coll_comm_t *comm, const coll_args_t *args, const void *sendbuf,
+                                void *recvbuf, coll_task_t **req_p);
+/* One progress pass over every transport and active request (comm->lock held). */
+coll_result_t coll_engine_progress(coll_comm_t *comm);
+/* Block until req finishes; returns its status and frees it. */
+coll_result_t coll_engine_wait(coll_task_t *req);
+/* Non-blocking: 1 if finished (status in *status_p, req freed), else 0. */
+int coll_engine_test(coll_task_t *req, coll_result_t *status_p);
+/* Fail every active request of comm with st (comm->lock held). */
+void coll_engine_fail_all(coll_comm_t *comm, coll_result_t st);
+/* Unlink a finished or failed request; frees it unless transports may still reference it
+ * (failed: parked until destroy). Returns its status. Lock held. */
+coll_result_t coll_engine_reap(coll_task_t *req);
+/* Free parked failed requests, after the transports are finalized. */
+void coll_engine_free_zombies(coll_comm_t *comm);
+/* Free cached schedules (destroy). */
+void coll_engine_cache_clear(coll_comm_t *comm);
+/* Wake any thread sleeping in a wait on comm (abort). */
+void coll_engine_wake(coll_comm_t *comm);
+/* Peer a request is blocked on (first started, unfinished receive), or -1. */
+int coll_engine_waiting_peer(const coll_task_t *req);
+
+/* task.c */
+coll_result_t coll_task_init(coll_task_t *req);
+void          coll_task_progress(coll_task_t *req);
+void          coll_task_release(coll_task_t *req);
+
+#endif

@@ -1,0 +1,168 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Executing one schedule: dependency counting over the schedule's DAG, posting sends and
+ * receives to the peer's endpoint, running local copies/reductions inline. Transport
+ * callbacks only queue the finished step; the queue is drained here, never re-entrantly.
+ */
+#include "engine.h"
+#include "error.h"
+#include "log.h"
+#include "util.h"
+#include "reduce/reduce.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+static void task_op_done(void *arg, coll_result_t status)
+{
+    coll_task_op_t *to  = arg;
+    coll_task_t    *req = to->req;
+    if (status < 0) {
+        if (req->status == COLL_OK) {
+            req->status = status;
+        }
+    }
+    req->doneq[req->ndone++] = to->step;
+}
+
+coll_result_t coll_task_init(coll_task_t *req)
+{
+    const coll_sched_t *s = &req->entry->sched;
+    uint32_t            n = s->nsteps;
+    req->nsteps           = n;
+    req->ndeps_left       = coll_malloc(sizeof(uint32_t) * n * 3 + 1, "request step state");
+    req->ops              = coll_malloc(sizeof(coll_task_op_t) * n + 1, "request ops");
+    req->started          = coll_calloc(n + 1, 1, "request flags");
+    if (req->ndeps_left == NULL || req->ops == NULL || req->started == NULL) {
+        return COLL_ERR_NO_MEMORY;
+    }
+    req->ready = req->ndeps_left + n;
+    req->doneq = req->ready + n;
+    for (uint32_t i = 0; i < n; i++) {
+        req->ndeps_left[i] = s->steps[i].ndeps;
+        if (s->steps[i].ndeps == 0) {
+            req->ready[req->nready++] = i;
+        }
+    }
+    return COLL_OK;
+}
+
+void coll_task_release(coll_task_t *req)
+{
+    coll_free(req->ndeps_left);
+    coll_free(req->ops);
+    coll_free(req->started);
+    coll_free(req->scratch);
+    req->ndeps_left = NULL;
+    req->ops        = NULL;
+    req->started    = NULL;
+    req->scratch    = NULL;
+}
+
+static void task_step_complete(coll_task_t *req, uint32_t i)
+{
+    const coll_sched_t *s  = &req->entry->sched;
+    const coll_step_t  *st = &s->steps[i];
+    req->ncomplete++;
+    for (uint32_t k = 0; k < st->succ_count; k++) {
+        uint32_t succ = s->succ[st->succ_start + k];
+        if (--req->ndeps_left[succ] == 0) {
+            req->ready[req->nready++] = succ;
+        }
+    }
+}
+
+/* Start step i; local steps complete at once. */
+static coll_result_t task_step_start(coll_task_t *req, uint32_t i)
+{
+    const coll_sched_t *s    = &req->entry->sched;
+    const coll_step_t  *st   = &s->steps[i];
+    coll_comm_t        *comm = req->comm;
+    char               *src  = (char *)req->bufs[st->src_buf] + st->src_off;
+    char               *dst  = (char *)req->bufs[st->dst_buf] + st->dst_off;
+    size_t              esz  = coll_dtype_size(s->dtype);
+
+    req->started[i] = 1;
+    switch (st->kind) {
+    case COLL_STEP_COPY:
+        if (st->len > 0 && dst != src) {
+            memcpy(dst, src, st->len);
+        }
+        task_step_complete(req, i);
+        return COLL_OK;
+    case COLL_STEP_REDUCE:
+        coll_reduce3(s->dtype, s->op, dst, dst, src, st->len / esz);
+        task_step_complete(req, i);
+        return COLL_OK;
+    case COLL_STEP_DIV:
+        coll_reduce_div(s->dtype, dst, st->len / esz, s->nranks);
+        task_step_complete(req, i);
+        return COLL_OK;
+    default:
+        break;
+    }
+    coll_task_op_t *to = &req->ops[i];
+    coll_tp_ep_t   *ep = comm->eps[st->peer];
+    memset(&to->op, 0, sizeof(to->op));
+    to->req     = req;
+    to->step    = i;
+    to->op.len  = st->len;
+    to->op.tag  = req->tag_base | st->tag;
+    to->op.done = task_op_done;
+    to->op.arg  = to;
+    if (st->kind == COLL_STEP_SEND) {
+        to->op.buf = src;
+        return ep->ops->isend(ep, &to->op);
+    }
+    to->op.buf = dst;
+    if (st->kind == COLL_STEP_RECV_REDUCE) {
+        to->op.operand = src;
+        to->op.dtype   = s->dtype;
+        to->op.op      = s->op;
+    }
+    return ep->ops->irecv(ep, &to->op);
+}
+
+void coll_task_progress(coll_task_t *req)
+{
+    while (req->status == COLL_OK && (req->nready > 0 || req->ndone > 0)) {
+        while (req->ndone > 0) {
+            task_step_complete(req, req->doneq[--req->ndone]);
+        }
+        if (req->nready > 0) {
+            uint32_t      i  = req->ready[--req->nready];
+            coll_result_t st = task_step_start(req, i);
+            if (st < 0 && req->status == COLL_OK) {
+                req->status = st;
+            }
+        }
+    }
+    if (req->status == COLL_OK && req->ncomplete == req->nsteps) {
+        req->finished = 1;
+    }
+}
+
+int coll_engine_waiting_peer(const coll_task_t *req)
+{
+    const coll_sched_t *s = &req->entry->sched;
+    int                 send_peer = -1;
+    for (uint32_t i = 0; i < req->nsteps; i++) {
+        const coll_step_t *st = &s->steps[i];
+        if (!req->started[i] || req->ops == NULL) {
+            continue;
+        }
+        int pending = (st->kind == COLL_STEP_RECV || st->kind == COLL_STEP_RECV_REDUCE ||
+                       st->kind == COLL_STEP_SEND) &&
+                      req->ops[i].op.bytes < st->len + (st->len == 0);
+        if (!pending) {
+            continue;
+        }
+        if (st->kind != COLL_STEP_SEND) {
+            return st->peer;
+        }
+        if (send_peer < 0) {
+            send_peer = st->peer;
+        }
+    }
+    return send_peer;
+}

@@ -1,0 +1,120 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Polite waiting. A wait polls for COLL_SPIN_TIME, then sleeps inside the transports (futex
+ * for shm, poll for tcp) in slices of at most 20 ms, checking between slices the bootstrap
+ * control connection (another rank died or aborted), the abort flag, and the deadline: if no
+ * step of the communicator completed for timeout_s, the wait fails naming the peer it waits on.
+ */
+#include "engine.h"
+#include "error.h"
+#include "log.h"
+#include "param.h"
+#include "util.h"
+
+#include <sched.h>
+
+#define WAIT_SLICE_S 0.02
+
+/* Control plane and deadline checks; lock held. Returns the communicator's error if any. */
+static coll_result_t wait_check(coll_comm_t *comm, coll_task_t *req)
+{
+    char msg[256];
+    if (atomic_load(&comm->aborted)) {
+        return comm->error != COLL_OK ? comm->error : COLL_ERR_ABORTED;
+    }
+    if (comm->bs != NULL && comm->error == COLL_OK) {
+        coll_result_t st = coll_bootstrap_poll(comm->bs, msg, sizeof(msg));
+        if (st != COLL_OK) {
+            coll_comm_fail(comm, st, "rank %d: %s", comm->rank, msg);
+        }
+    }
+    if (comm->error == COLL_OK && coll_time_s() - comm->last_progress > comm->timeout_s) {
+        int peer = coll_engine_waiting_peer(req);
+        coll_comm_fail(comm, COLL_ERR_TIMEOUT,
+                       "rank %d: %s #%u made no progress for %.1f s (COLL_TIMEOUT); waiting on "
+                       "rank %d",
+                       comm->rank, coll_op_name(req->args.coll), req->seq, comm->timeout_s, peer);
+    }
+    return comm->error;
+}
+
+static void wait_block(coll_comm_t *comm, double slice)
+{
+    int nactive = 0;
+    for (int t = 0; t < comm->ntp; t++) {
+        nactive += comm->tp[t].ctx != NULL && comm->tp[t].ops->block != NULL;
+    }
+    for (int t = 0; t < comm->ntp; t++) {
+        if (comm->tp[t].ctx != NULL && comm->tp[t].ops->block != NULL) {
+            /* several transports: short alternating sleeps so neither starves */
+            comm->tp[t].ops->block(comm->tp[t].ctx, nactive > 1 ? 0.0005 : slice);
+        }
+    }
+    if (nactive == 0) {
+        sched_yield();
+    }
+}
+
+coll_result_t coll_engine_wait(coll_task_t *req)
+{
+    coll_comm_t  *comm  = req->comm;
+    double        spin  = coll_param_time(COLL_P_SPIN_TIME);
+    double        start = coll_time_s();
+    double        next_check = start + WAIT_SLICE_S;
+    coll_result_t st;
+
+    pthread_mutex_lock(&comm->lock);
+    for (;;) {
+        coll_engine_progress(comm);
+        if (req->finished || req->status < 0 || comm->error != COLL_OK) {
+            break;
+        }
+        double now = coll_time_s();
+        if (now >= next_check || now - start >= spin) {
+            if (wait_check(comm, req) != COLL_OK) {
+                break;
+            }
+            next_check = now + WAIT_SLICE_S;
+        }
+        if (now - start >= spin) {
+            wait_block(comm, WAIT_SLICE_S);
+        }
+    }
+    if (comm->error != COLL_OK) {
+        coll_engine_fail_all(comm, comm->error);
+    }
+    st = coll_engine_reap(req);
+    pthread_mutex_unlock(&comm->lock);
+    return st;
+}
+
+int coll_engine_test(coll_task_t *req, coll_result_t *status_p)
+{
+    coll_comm_t *comm = req->comm;
+    if (pthread_mutex_trylock(&comm->lock) != 0) {
+        return 0; /* another thread is progressing this communicator */
+    }
+    coll_engine_progress(comm);
+    if (!req->finished && req->status == COLL_OK && comm->error == COLL_OK) {
+        wait_check(comm, req);
+    }
+    if (!req->finished && req->status == COLL_OK && comm->error == COLL_OK) {
+        pthread_mutex_unlock(&comm->lock);
+        return 0;
+    }
+    if (comm->error != COLL_OK) {
+        coll_engine_fail_all(comm, comm->error);
+    }
+    *status_p = coll_engine_reap(req);
+    pthread_mutex_unlock(&comm->lock);
+    return 1;
+}
+
+void coll_engine_wake(coll_comm_t *comm)
+{
+    for (int t = 0; t < comm->ntp; t++) {
+        if (comm->tp[t].ctx != NULL && comm->tp[t].ops->wake != NULL) {
+            comm->tp[t].ops->wake(comm->tp[t].ctx);
+        }
+    }
+}

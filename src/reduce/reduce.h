@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Reduction kernels: dst = op(a, b) elementwise for every dtype x op, written as plain loops the
+ * compiler vectorises (restrict-free aliasing is allowed: dst may equal a or b). fp16 and bf16
+ * are widened to fp32, combined, and rounded back to nearest even. No state, no allocation.
+ */
+#ifndef COLL_REDUCE_H
+#define COLL_REDUCE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "coll.h"
+
+/* dst[i] = op(a[i], b[i]) for i < count. op is SUM, PROD, MIN or MAX (AVG: use SUM, then
+ * coll_reduce_div). dst may alias a and/or b exactly (same pointer), never partially. */
+void coll_reduce3(coll_dtype_t dtype, coll_redop_t op, void *dst, const void *a, const void *b,
+                  size_t count);
+
+/* buf[i] = buf[i] / n: the single division of AVG. Integers divide with truncation toward
+ * zero; floats divide in their own precision (fp16/bf16 through fp32). */
+void coll_reduce_div(coll_dtype_t dtype, void *buf, size_t count, int n);
+
+/* Scalar conversions (round to nearest even; NaN stays NaN, overflow goes to infinity). */
+float    coll_half_to_float(uint16_t h);
+uint16_t coll_float_to_half(float f);
+float    coll_bf16_to_float(uint16_t b);
+uint16_t coll_float_to_bf16(float f);
+
+#endif

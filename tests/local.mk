@@ -1,0 +1,76 @@
+# SPDX-License-Identifier: MIT
+# make check: unit tests per module, multi-process correctness and failure tests (they fork
+# their own ranks), docs-consistency checks. Small chunks so every multi-chunk path runs.
+AM_TESTS_ENVIRONMENT = COLL_DEBUG=$${COLL_DEBUG:-warn}; COLL_CHUNK_SIZE=4k; \
+    COLLRUN=$(abs_top_builddir)/collrun; export COLL_DEBUG COLL_CHUNK_SIZE COLLRUN;
+
+check_LTLIBRARIES += tests/libcolltest.la
+tests_libcolltest_la_SOURCES = tests/harness/coll_test.h tests/harness/coll_test.c \
+    tests/mp/mp_data.h tests/mp/mp_data.c
+tests_libcolltest_la_CPPFLAGS = $(AM_CPPFLAGS) -iquote $(top_srcdir)/tests/harness
+
+TEST_CPPFLAGS = $(AM_CPPFLAGS) -iquote $(top_srcdir)/tests/harness -iquote $(top_srcdir)/tests/mp \
+    -iquote $(top_srcdir)/tests/sim
+TEST_MP_LDADD = tests/libcolltest.la libcoll.la -lm
+TEST_UNIT_LDADD = tests/libcolltest.la libcoll-internal.la -lpthread -lm
+
+# ---- unit tests (internal functions, no network) ----
+check_PROGRAMS += tests/unit/test_reduce tests/unit/test_params tests/unit/test_log_filter \
+    tests/unit/test_sched
+tests_unit_test_reduce_SOURCES = tests/unit/test_reduce.c
+tests_unit_test_reduce_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_unit_test_reduce_LDADD = $(TEST_UNIT_LDADD)
+tests_unit_test_params_SOURCES = tests/unit/test_params.c
+tests_unit_test_params_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_unit_test_params_LDADD = $(TEST_UNIT_LDADD)
+tests_unit_test_log_filter_SOURCES = tests/unit/test_log_filter.c
+tests_unit_test_log_filter_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_unit_test_log_filter_LDADD = $(TEST_UNIT_LDADD)
+tests_unit_test_sched_SOURCES = tests/unit/test_sched.c tests/sim/sim.c tests/sim/sim.h
+tests_unit_test_sched_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_unit_test_sched_LDADD = $(TEST_UNIT_LDADD)
+
+# ---- multi-process correctness matrix: one program per collective ----
+MP_COLL_TESTS = tests/mp/test_allreduce tests/mp/test_reduce_scatter tests/mp/test_allgather \
+    tests/mp/test_broadcast tests/mp/test_reduce tests/mp/test_alltoall
+check_PROGRAMS += $(MP_COLL_TESTS)
+tests_mp_test_allreduce_SOURCES = tests/mp/test_colls.c
+tests_mp_test_allreduce_CPPFLAGS = $(TEST_CPPFLAGS) -DMP_COLL=0
+tests_mp_test_allreduce_LDADD = $(TEST_MP_LDADD)
+tests_mp_test_reduce_scatter_SOURCES = tests/mp/test_colls.c
+tests_mp_test_reduce_scatter_CPPFLAGS = $(TEST_CPPFLAGS) -DMP_COLL=1
+tests_mp_test_reduce_scatter_LDADD = $(TEST_MP_LDADD)
+tests_mp_test_allgather_SOURCES = tests/mp/test_colls.c
+tests_mp_test_allgather_CPPFLAGS = $(TEST_CPPFLAGS) -DMP_COLL=2
+tests_mp_test_allgather_LDADD = $(TEST_MP_LDADD)
+tests_mp_test_broadcast_SOURCES = tests/mp/test_colls.c
+tests_mp_test_broadcast_CPPFLAGS = $(TEST_CPPFLAGS) -DMP_COLL=3
+tests_mp_test_broadcast_LDADD = $(TEST_MP_LDADD)
+tests_mp_test_reduce_SOURCES = tests/mp/test_colls.c
+tests_mp_test_reduce_CPPFLAGS = $(TEST_CPPFLAGS) -DMP_COLL=4
+tests_mp_test_reduce_LDADD = $(TEST_MP_LDADD)
+tests_mp_test_alltoall_SOURCES = tests/mp/test_colls.c
+tests_mp_test_alltoall_CPPFLAGS = $(TEST_CPPFLAGS) -DMP_COLL=5
+tests_mp_test_alltoall_LDADD = $(TEST_MP_LDADD)
+
+# ---- multi-process API, point-to-point and failure tests ----
+MP_OTHER_TESTS = tests/mp/test_p2p tests/mp/test_split tests/mp/test_failures tests/mp/test_args
+check_PROGRAMS += $(MP_OTHER_TESTS)
+tests_mp_test_p2p_SOURCES = tests/mp/test_p2p.c
+tests_mp_test_p2p_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_mp_test_p2p_LDADD = $(TEST_MP_LDADD)
+tests_mp_test_split_SOURCES = tests/mp/test_split.c
+tests_mp_test_split_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_mp_test_split_LDADD = $(TEST_MP_LDADD)
+tests_mp_test_failures_SOURCES = tests/mp/test_failures.c
+tests_mp_test_failures_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_mp_test_failures_LDADD = $(TEST_MP_LDADD) -lpthread
+tests_mp_test_args_SOURCES = tests/mp/test_args.c
+tests_mp_test_args_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_mp_test_args_LDADD = $(TEST_MP_LDADD)
+
+TESTS += tests/unit/test_reduce tests/unit/test_params tests/unit/test_log_filter \
+    tests/unit/test_sched $(MP_COLL_TESTS) $(MP_OTHER_TESTS)
+
+dist_check_SCRIPTS += tests/docs/check-getenv.sh
+TESTS += tests/docs/check-getenv.sh

@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Point-to-point and barrier: ring exchange with non-blocking send/recv of several sizes
+ * (0, 1, 7, many chunks), messages matched in order per peer, many outstanding requests at
+ * once, coll_test polling, and barriers; over every transport and several rank counts.
+ */
+#include "coll_test.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int p2p_rank(int rank, int n, coll_comm_t *comm, void *arg)
+{
+    static const size_t sizes[] = {0, 1, 7, 1000, 100003};
+    int                 right = (rank + 1) % n, left = (rank + n - 1) % n;
+    for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+        size_t           cnt = sizes[s];
+        int32_t         *out[3], *in[3];
+        coll_request_t  *reqs[6];
+        for (int k = 0; k < 3; k++) {
+            out[k] = malloc(cnt * 4 + 4);
+            in[k]  = calloc(cnt + 1, 4);
+            for (size_t i = 0; i < cnt; i++) {
+                out[k][i] = (int32_t)(rank * 1000003 + k * 7919 + (int)i);
+            }
+        }
+        if (n == 1) {
+            ASSERT_OK(coll_barrier(comm));
+            for (int k = 0; k < 3; k++) {
+                free(out[k]);
+                free(in[k]);
+            }
+            continue;
+        }
+        /* three messages each way, receives posted in reverse order of the sends */
+        for (int k = 0; k < 3; k++) {
+            ASSERT_OK(coll_irecv(in[k], cnt, COLL_INT32, left, comm, &reqs[k]));
+        }
+        for (int k = 0; k < 3; k++) {
+            ASSERT_OK(coll_isend(out[k], cnt, COLL_INT32, right, comm, &reqs[3 + k]));
+        }
+        int done = 0;
+        while (!done) { /* poll one of them with coll_test, then wait for the rest */
+            ASSERT_OK(coll_test(reqs[0], &done));
+        }
+        reqs[0] = NULL;
+        ASSERT_OK(coll_waitall(6, reqs));
+        for (int k = 0; k < 3; k++) {
+            for (size_t i = 0; i < cnt; i++) {
+                ASSERT_EQ(in[k][i], (int32_t)(left * 1000003 + k * 7919 + (int)i));
+            }
+            free(out[k]);
+            free(in[k]);
+        }
+        ASSERT_OK(coll_barrier(comm));
+    }
+    /* blocking send/recv between pairs: even ranks send first */
+    if (n > 1) {
+        int64_t v = rank, got = -1;
+        int     peer = rank ^ 1;
+        if (peer < n) {
+            if (rank % 2 == 0) {
+                ASSERT_OK(coll_send(&v, 1, COLL_INT64, peer, comm));
+                ASSERT_OK(coll_recv(&got, 1, COLL_INT64, peer, comm));
+            } else {
+                ASSERT_OK(coll_recv(&got, 1, COLL_INT64, peer, comm));
+                ASSERT_OK(coll_send(&v, 1, COLL_INT64, peer, comm));
+            }
+            ASSERT_EQ(got, peer);
+        }
+    }
+    for (int i = 0; i < 20; i++) {
+        ASSERT_OK(coll_barrier(comm));
+    }
+    return 0;
+}
+
+int main(void)
+{
+    const char *tps[8];
+    int         ntp = coll_test_transports(tps, 8), failed = 0, total = 0;
+    static const int counts[] = {1, 2, 3, 5, 8};
+    for (int t = 0; t < ntp; t++) {
+        for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++) {
+            coll_test_opts_t o = {.nranks = counts[i], .want_comm = 1, .timeout_s = 120,
+                                  .transport = tps[t]};
+            int rc = coll_test_run_ranks(&o, p2p_rank, NULL);
+            printf("%s: p2p over %s, %d ranks\n", rc ? "FAIL" : "PASS", tps[t], counts[i]);
+            total++;
+            failed += rc != 0;
+        }
+    }
+    printf("%d passed, %d failed\n", total - failed, failed);
+    return failed != 0;
+}

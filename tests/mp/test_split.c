@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * coll_comm_split: even/odd colors with reversed keys, a NOCOLOR rank, collectives on the
+ * children and the parent interleaved, and destroy of children before the parent.
+ */
+#include "coll_test.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+static int split_rank(int rank, int n, coll_comm_t *comm, void *arg)
+{
+    coll_comm_t *child = NULL;
+    int          color = rank == n - 1 && n > 2 ? COLL_SPLIT_NOCOLOR : rank % 2;
+    ASSERT_OK(coll_comm_split(comm, color, -rank, &child));
+    if (color == COLL_SPLIT_NOCOLOR) {
+        ASSERT_TRUE(child == NULL);
+    } else {
+        int crank, csize, expect_size = 0, expect_rank = 0;
+        for (int r = 0; r < n; r++) {
+            int c = r == n - 1 && n > 2 ? COLL_SPLIT_NOCOLOR : r % 2;
+            if (c == color) {
+                expect_size++;
+                expect_rank += r > rank; /* key = -rank: higher old ranks come first */
+            }
+        }
+        ASSERT_OK(coll_comm_rank(child, &crank));
+        ASSERT_OK(coll_comm_size(child, &csize));
+        ASSERT_EQ(csize, expect_size);
+        ASSERT_EQ(crank, expect_rank);
+        int sum = 0, one = rank;
+        ASSERT_OK(coll_allreduce(&one, &sum, 1, COLL_INT32, COLL_SUM, child));
+        int want = 0;
+        for (int r = 0; r < n; r++) {
+            int c = r == n - 1 && n > 2 ? COLL_SPLIT_NOCOLOR : r % 2;
+            want += c == color ? r : 0;
+        }
+        ASSERT_EQ(sum, want);
+    }
+    int total = 0, me = 1;
+    ASSERT_OK(coll_allreduce(&me, &total, 1, COLL_INT32, COLL_SUM, comm));
+    ASSERT_EQ(total, n);
+    if (child != NULL) {
+        ASSERT_OK(coll_comm_destroy(child));
+    }
+    return 0;
+}
+
+int main(void)
+{
+    const char *tps[8];
+    int         ntp = coll_test_transports(tps, 8), failed = 0, total = 0;
+    static const int counts[] = {1, 2, 4, 5};
+    for (int t = 0; t < ntp; t++) {
+        for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++) {
+            coll_test_opts_t o = {.nranks = counts[i], .want_comm = 1, .timeout_s = 120,
+                                  .transport = tps[t]};
+            int rc = coll_test_run_ranks(&o, split_rank, NULL);
+            printf("%s: split over %s, %d ranks\n", rc ? "FAIL" : "PASS", tps[t], counts[i]);
+            total++;
+            failed += rc != 0;
+        }
+    }
+    printf("%d passed, %d failed\n", total - failed, failed);
+    return failed != 0;
+}

@@ -1,0 +1,847 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Schedules and algorithms without a network: every algorithm x collective x rank count x
+ * count x in/out/mixed place x dtype x op is built for all ranks, checked with coll_sched_check,
+ * run in the simulator under several random interleavings and compared with a plain reference.
+ * Also structure checks (ring step counts, chain roots), sched.c's error paths, the
+ * simulator's own error detection and the registry. Usage: test_sched [-v] [-q (quick)].
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "algo.h"
+#include "coll_test.h"
+#include "compiler.h"
+#include "reduce/reduce.h"
+#include "sim.h"
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+
+#define MAX_RANKS 16
+
+static int      verbose;
+static uint64_t ncases, nevents;
+
+typedef struct {
+    const coll_algo_t *algo;
+    coll_args_t        args;
+    int                nranks;
+    uint64_t           seed;
+} tcase_t;
+
+/* args.in_place == TIP_MIXED: odd ranks in place, even ranks not (the flag is per rank). */
+#define TIP_MIXED 2
+
+static int tip(const tcase_t *tc, int r)
+{
+    return tc->args.in_place == TIP_MIXED ? (r % 2) : tc->args.in_place;
+}
+
+/* Buffers and inputs of one rank. */
+typedef struct {
+    char  *buf[COLL_BUF_COUNT];
+    size_t size[COLL_BUF_COUNT];
+    char  *in; /* this rank's input, kept for the reference */
+} trank_t;
+
+/* ---- values: small integers, so fp32 and bf16 arithmetic is exact in any order ---- */
+
+static uint64_t thash(uint64_t x)
+{
+    uint64_t state = x;
+    return coll_test_rand(&state);
+}
+
+static int tvalue(const tcase_t *tc, int rank, size_t i)
+{
+    uint64_t h = thash(tc->seed * 1000003u + (uint64_t)rank * 7919u + i);
+
+    if (tc->args.coll == COLL_OP_ALLREDUCE || tc->args.coll == COLL_OP_REDUCE_SCATTER ||
+        tc->args.coll == COLL_OP_REDUCE) {
+        switch (tc->args.op) {
+        case COLL_PROD:
+            return (int)(h % 3) == 0 ? -1 : (int)(h % 3); /* -1, 1, 2: |product| <= 2^16 */
+        case COLL_MAX:
+        case COLL_MIN:
+            return (int)(h % 201) - 100;
+        default:
+            return (int)(h % 9) - 4; /* |sum of 16| <= 64: exact in bf16 */
+        }
+    }
+    if (tc->args.dtype == COLL_INT32) { /* data movement: unique values catch misplacement */
+        return rank * 1000003 + (int)i;
+    }
+    return (int)(h % 255) - 127;
+}
+
+static void tset(coll_dtype_t dt, void *base, size_t i, int v)
+{
+    if (dt == COLL_INT32) {
+        ((int32_t *)base)[i] = v;
+    } else if (dt == COLL_FLOAT32) {
+        ((float *)base)[i] = (float)v;
+    } else {
+        ((uint16_t *)base)[i] = coll_float_to_bf16((float)v);
+    }
+}
+
+static double tget(coll_dtype_t dt, const void *base, size_t i)
+{
+    if (dt == COLL_INT32) {
+        return ((const int32_t *)base)[i];
+    }
+    if (dt == COLL_FLOAT32) {
+        return ((const float *)base)[i];
+    }
+    return coll_bf16_to_float(((const uint16_t *)base)[i]);
+}
+
+/* ---- buffers per collective (the in-place rule of algo.h) ---- */
+
+static size_t in_elems(const tcase_t *tc)
+{
+    coll_op_t c = tc->args.coll;
+    return (c == COLL_OP_REDUCE_SCATTER || c == COLL_OP_ALLTOALL)
+               ? tc->args.count * (size_t)tc->nranks
+               : tc->args.count;
+}
+
+static void tbuf_alloc(trank_t *t, int b, size_t bytes)
+{
+    t->size[b] = bytes;
+    t->buf[b]  = malloc(bytes + 1);
+    ASSERT_TRUE(t->buf[b] != NULL);
+    memset(t->buf[b], 0x5a, bytes + 1);
+}
+
+static void trank_setup(const tcase_t *tc, int r, trank_t *t)
+{
+    size_t    es = coll_dtype_size(tc->args.dtype), cnt = tc->args.count, n = (size_t)tc->nranks;
+    size_t    ne = in_elems(tc);
+    int       ip = tip(tc, r), root = tc->args.root;
+    char     *in_at;
+    coll_op_t c = tc->args.coll;
+
+    memset(t, 0, sizeof(*t));
+    t->in = malloc(ne * es + 1);
+    ASSERT_TRUE(t->in != NULL);
+    for (size_t i = 0; i < ne; i++) {
+        tset(tc->args.dtype, t->in, i, tvalue(tc, r, i));
+    }
+    switch (c) {
+    case COLL_OP_REDUCE_SCATTER:
+        tbuf_alloc(t, COLL_BUF_SEND, n * cnt * es);
+        if (!ip) {
+            tbuf_alloc(t, COLL_BUF_RECV, cnt * es);
+        }
+        in_at = t->buf[COLL_BUF_SEND];
+        break;
+    case COLL_OP_ALLGATHER:
+        tbuf_alloc(t, COLL_BUF_RECV, n * cnt * es);
+        if (!ip) {
+            tbuf_alloc(t, COLL_BUF_SEND, cnt * es);
+        }
+        in_at = ip ? t->buf[COLL_BUF_RECV] + (size_t)r * cnt * es : t->buf[COLL_BUF_SEND];
+        break;
+    case COLL_OP_ALLTOALL:
+        tbuf_alloc(t, COLL_BUF_SEND, n * cnt * es);
+        tbuf_alloc(t, COLL_BUF_RECV, n * cnt * es);
+        in_at = t->buf[COLL_BUF_SEND];
+        break;
+    default: /* allreduce, broadcast, reduce: sendbuf only on the root for broadcast,
+              * recvbuf only on the root for reduce */
+        if (ip || c != COLL_OP_REDUCE || r == root) {
+            tbuf_alloc(t, COLL_BUF_RECV, cnt * es);
+        }
+        if (!ip && (c != COLL_OP_BROADCAST || r == root)) {
+            tbuf_alloc(t, COLL_BUF_SEND, cnt * es);
+        }
+        in_at = ip ? t->buf[COLL_BUF_RECV] : t->buf[COLL_BUF_SEND];
+        break;
+    }
+    if (in_at != NULL) {
+        memcpy(in_at, t->in, ne * es);
+    }
+}
+
+static void trank_free(trank_t *t)
+{
+    for (int b = 0; b < COLL_BUF_COUNT; b++) {
+        free(t->buf[b]);
+    }
+    free(t->in);
+}
+
+/* ---- reference and comparison ---- */
+
+static char *treference(const tcase_t *tc, trank_t *ranks)
+{
+    size_t       es = coll_dtype_size(tc->args.dtype), ne = in_elems(tc);
+    char        *ref = malloc(ne * es + 1);
+    coll_redop_t op  = (tc->args.op == COLL_AVG) ? COLL_SUM : tc->args.op;
+
+    ASSERT_TRUE(ref != NULL);
+    memcpy(ref, ranks[0].in, ne * es);
+    for (int r = 1; r < tc->nranks; r++) {
+        coll_reduce3(tc->args.dtype, op, ref, ref, ranks[r].in, ne);
+    }
+    if (tc->args.op == COLL_AVG) {
+        coll_reduce_div(tc->args.dtype, ref, ne, tc->nranks);
+    }
+    return ref;
+}
+
+static void tdescribe(const tcase_t *tc, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s %s n=%d count=%zu %s %s %s chunk=%zu root=%d seed=%" PRIu64,
+             tc->algo->name, coll_op_name(tc->args.coll), tc->nranks, tc->args.count,
+             tc->args.in_place == TIP_MIXED ? "mixed-in-place"
+             : tc->args.in_place            ? "in-place"
+                                            : "out-of-place",
+             coll_dtype_name(tc->args.dtype), coll_redop_name(tc->args.op), tc->args.chunk_bytes,
+             tc->args.root, tc->seed);
+}
+
+static void tcompare(const tcase_t *tc, int r, const char *what, const char *got, const char *want,
+                     size_t elems)
+{
+    size_t es = coll_dtype_size(tc->args.dtype);
+    char   d[256];
+
+    ASSERT_TRUE(elems == 0 || got != NULL);
+    for (size_t i = 0; i < elems; i++) {
+        if (memcmp(got + i * es, want + i * es, es) != 0) {
+            tdescribe(tc, d, sizeof(d));
+            fprintf(stderr, "FAIL %s: rank %d %s[%zu] = %g, expected %g\n", d, r, what, i,
+                    tget(tc->args.dtype, got, i), tget(tc->args.dtype, want, i));
+            abort();
+        }
+    }
+}
+
+static void tverify(const tcase_t *tc, trank_t *ranks)
+{
+    size_t    es = coll_dtype_size(tc->args.dtype), cnt = tc->args.count;
+    coll_op_t c   = tc->args.coll;
+    char     *ref = NULL;
+
+    if (c == COLL_OP_ALLREDUCE || c == COLL_OP_REDUCE_SCATTER || c == COLL_OP_REDUCE) {
+        ref = treference(tc, ranks);
+    }
+    for (int r = 0; r < tc->nranks; r++) {
+        trank_t *t = &ranks[r];
+
+        if (!tip(tc, r) && t->buf[COLL_BUF_SEND] != NULL) { /* inputs stay untouched */
+            tcompare(tc, r, "sendbuf", t->buf[COLL_BUF_SEND], t->in, in_elems(tc));
+        }
+        switch (c) {
+        case COLL_OP_ALLREDUCE:
+            tcompare(tc, r, "recvbuf", t->buf[COLL_BUF_RECV], ref, cnt);
+            break;
+        case COLL_OP_REDUCE_SCATTER:
+            tcompare(tc, r, "result",
+                     tip(tc, r) ? t->buf[COLL_BUF_SEND] + (size_t)r * cnt * es
+                                : t->buf[COLL_BUF_RECV],
+                     ref + (size_t)r * cnt * es, cnt);
+            break;
+        case COLL_OP_REDUCE:
+            if (r == tc->args.root) {
+                tcompare(tc, r, "recvbuf", t->buf[COLL_BUF_RECV], ref, cnt);
+            }
+            break;
+        case COLL_OP_BROADCAST:
+            tcompare(tc, r, "recvbuf", t->buf[COLL_BUF_RECV], ranks[tc->args.root].in, cnt);
+            break;
+        case COLL_OP_ALLGATHER:
+            for (int b = 0; b < tc->nranks; b++) {
+                tcompare(tc, r, "recvbuf", t->buf[COLL_BUF_RECV] + (size_t)b * cnt * es,
+                         ranks[b].in, cnt);
+            }
+            break;
+        default: /* alltoall: block p of rank r's result is block r of rank p's input */
+            for (int p = 0; p < tc->nranks; p++) {
+                tcompare(tc, r, "recvbuf", t->buf[COLL_BUF_RECV] + (size_t)p * cnt * es,
+                         ranks[p].in + (size_t)r * cnt * es, cnt);
+            }
+            break;
+        }
+    }
+    free(ref);
+}
+
+/* ---- one case ---- */
+
+static void tbuild(const tcase_t *tc, coll_sched_t *s)
+{
+    char msg[256], d[256];
+
+    for (int r = 0; r < tc->nranks; r++) {
+        coll_args_t   args = tc->args;
+        coll_result_t st;
+
+        args.in_place = tip(tc, r);
+        coll_sched_init(&s[r], r, tc->nranks, args.dtype, args.op);
+        st = tc->algo->build(r, tc->nranks, &args, &s[r]);
+        if (st == COLL_OK) {
+            st = coll_sched_finalize(&s[r]);
+        }
+        if (st == COLL_OK) {
+            st = coll_sched_check(&s[r], msg, sizeof(msg));
+        } else {
+            snprintf(msg, sizeof(msg), "build failed: %s", coll_strerror(st));
+        }
+        if (st != COLL_OK) {
+            tdescribe(tc, d, sizeof(d));
+            fprintf(stderr, "FAIL %s: rank %d: %s\n", d, r, msg);
+            coll_sched_print(&s[r], stderr);
+            abort();
+        }
+    }
+}
+
+static void run_case(const tcase_t *tc)
+{
+    coll_sched_t s[MAX_RANKS];
+    trank_t      ranks[MAX_RANKS];
+    sim_proc_t   procs[MAX_RANKS];
+    sim_stats_t  stats;
+    char         err[1024], d[256];
+
+    tbuild(tc, s);
+    for (int r = 0; r < tc->nranks; r++) {
+        trank_setup(tc, r, &ranks[r]);
+        if (s[r].scratch_bytes > 0) {
+            tbuf_alloc(&ranks[r], COLL_BUF_SCRATCH, s[r].scratch_bytes);
+        }
+        procs[r].sched = &s[r];
+        for (int b = 0; b < COLL_BUF_COUNT; b++) {
+            procs[r].buf[b]  = ranks[r].buf[b];
+            procs[r].size[b] = ranks[r].size[b];
+        }
+    }
+    if (sim_run(procs, tc->nranks, tc->seed, &stats, err, sizeof(err)) != 0) {
+        tdescribe(tc, d, sizeof(d));
+        fprintf(stderr, "FAIL %s: %s\n", d, err);
+        for (int r = 0; r < tc->nranks && tc->nranks <= 4; r++) {
+            coll_sched_print(&s[r], stderr);
+        }
+        abort();
+    }
+    tverify(tc, ranks);
+    if (verbose) {
+        tdescribe(tc, d, sizeof(d));
+        printf("ok %s (%" PRIu64 " events)\n", d, stats.events);
+    }
+    ncases++;
+    nevents += stats.events;
+    for (int r = 0; r < tc->nranks; r++) {
+        trank_free(&ranks[r]);
+        coll_sched_destroy(&s[r]);
+    }
+}
+
+/* ---- sweeps ---- */
+
+static const int          rank_counts[] = {1, 2, 3, 4, 5, 7, 8, 16};
+static const coll_dtype_t dtypes[]      = {COLL_INT32, COLL_FLOAT32, COLL_BFLOAT16};
+static const coll_redop_t redops[]      = {COLL_SUM, COLL_AVG, COLL_MAX, COLL_PROD};
+static const size_t       chunk_sizes[] = {64, 4096};
+#define NSEEDS 3
+
+static int is_reduction(coll_op_t c)
+{
+    return c == COLL_OP_ALLREDUCE || c == COLL_OP_REDUCE_SCATTER || c == COLL_OP_REDUCE;
+}
+
+/* Counts: empty, one, odd, fewer than ranks, a chunk and a bit, several chunks and odd, and
+ * for allreduce (whose blocks are count / n) several chunks per block. */
+static int make_counts(coll_op_t c, int n, size_t chunk, size_t es, size_t *out)
+{
+    size_t ce = chunk / es;
+    int    k  = 0;
+
+    out[k++] = 0;
+    out[k++] = 1;
+    out[k++] = 7;
+    if (n - 1 > 1 && n - 1 != 7) {
+        out[k++] = (size_t)n - 1;
+    }
+    out[k++] = ce + 3;
+    out[k++] = 3 * ce + 5;
+    if (c == COLL_OP_ALLREDUCE && chunk < 1024) {
+        out[k++] = (2 * (size_t)n + 1) * ce + 5;
+    }
+    return k;
+}
+
+/* Point-to-point: rank r sends to r+1 and receives from r-1, two schedules per rank. */
+static void run_p2p(const tcase_t *tc0)
+{
+    coll_sched_t s[2 * MAX_RANKS];
+    sim_proc_t   procs[2 * MAX_RANKS];
+    trank_t      t[2 * MAX_RANKS];
+    char         err[1024], d[256];
+    int          n  = tc0->nranks;
+    tcase_t      tc = *tc0;
+
+    memset(procs, 0, sizeof(procs));
+    memset(t, 0, sizeof(t));
+    for (int p = 0; p < 2 * n; p++) {
+        int r = p / 2, is_send = (p % 2 == 0), b = is_send ? COLL_BUF_SEND : COLL_BUF_RECV;
+
+        tc.args.coll = is_send ? COLL_OP_SEND : COLL_OP_RECV;
+        tc.args.root = is_send ? (r + 1) % n : (r - 1 + n) % n;
+        ASSERT_TRUE(tc.algo->supported(n, &tc.args));
+        coll_sched_init(&s[p], r, n, tc.args.dtype, tc.args.op);
+        ASSERT_OK(tc.algo->build(r, n, &tc.args, &s[p]));
+        ASSERT_OK(coll_sched_finalize(&s[p]));
+        ASSERT_OK(coll_sched_check(&s[p], err, sizeof(err)));
+        tbuf_alloc(&t[p], b, tc.args.count * coll_dtype_size(tc.args.dtype));
+        for (size_t i = 0; i < tc.args.count && is_send; i++) {
+            tset(tc.args.dtype, t[p].buf[b], i, tvalue(&tc, r, i));
+        }
+        procs[p].sched = &s[p];
+        memcpy(procs[p].buf, t[p].buf, sizeof(procs[p].buf));
+        memcpy(procs[p].size, t[p].size, sizeof(procs[p].size));
+    }
+    if (sim_run(procs, 2 * n, tc.seed, NULL, err, sizeof(err)) != 0) {
+        tdescribe(&tc, d, sizeof(d));
+        fprintf(stderr, "FAIL %s: %s\n", d, err);
+        abort();
+    }
+    for (int r = 0; r < n; r++) {
+        tcompare(&tc, r, "recvbuf", t[2 * r + 1].buf[COLL_BUF_RECV],
+                 t[2 * ((r - 1 + n) % n)].buf[COLL_BUF_SEND], tc.args.count);
+    }
+    for (int p = 0; p < 2 * n; p++) {
+        trank_free(&t[p]);
+        coll_sched_destroy(&s[p]);
+    }
+    ncases++;
+}
+
+/* One shape (ranks, chunk, dtype, count) over in/out of place, ops and seeds. */
+static void sweep_shape(const tcase_t *shape, int quick)
+{
+    coll_op_t coll = shape->args.coll;
+    int       n    = shape->nranks;
+
+    for (int ip = 0; ip <= TIP_MIXED; ip++) {
+        for (size_t oi = 0; oi < COLL_ARRAY_SIZE(redops); oi++) {
+            tcase_t tc = *shape;
+
+            if ((ip && (coll == COLL_OP_ALLTOALL || coll == COLL_OP_SEND)) ||
+                (!is_reduction(coll) && oi > 0) ||
+                (redops[oi] == COLL_PROD && tc.args.dtype != COLL_INT32)) {
+                continue;
+            }
+            tc.args.in_place = ip;
+            tc.args.op       = redops[oi];
+            for (uint64_t seed = 1; seed <= (quick || ip == TIP_MIXED ? 1 : NSEEDS); seed++) {
+                tc.seed = seed + 100 * (uint64_t)tc.args.count;
+                if (coll == COLL_OP_BROADCAST || coll == COLL_OP_REDUCE) {
+                    tc.args.root = (int)((seed * 5 + tc.args.count) % (uint64_t)n);
+                }
+                if (coll == COLL_OP_SEND) {
+                    run_p2p(&tc);
+                    continue;
+                }
+                ASSERT_TRUE(tc.algo->supported(n, &tc.args));
+                run_case(&tc);
+            }
+        }
+    }
+}
+
+static void sweep_coll(const coll_algo_t *a, coll_op_t coll, int quick)
+{
+    for (size_t ni = 0; ni < COLL_ARRAY_SIZE(rank_counts); ni++) {
+        for (size_t ci = 0; ci < COLL_ARRAY_SIZE(chunk_sizes); ci++) {
+            for (size_t di = 0; di < COLL_ARRAY_SIZE(dtypes); di++) {
+                int     n  = rank_counts[ni];
+                tcase_t tc = {.algo = a, .nranks = n};
+                size_t  counts[8];
+                int nc = make_counts(coll, n, chunk_sizes[ci], coll_dtype_size(dtypes[di]), counts);
+
+                for (int k = 0; k < nc && !(coll == COLL_OP_SEND && n == 1); k++) {
+                    tc.args = (coll_args_t){.coll        = coll,
+                                            .count       = counts[k],
+                                            .dtype       = dtypes[di],
+                                            .root        = -1,
+                                            .chunk_bytes = chunk_sizes[ci]};
+                    sweep_shape(&tc, quick);
+                }
+            }
+        }
+    }
+}
+
+/*
+ * Barrier: runs in the simulator, and every rank's completion must depend (through its own
+ * dependencies and the messages it received) on a step of every other rank.
+ */
+static void check_barrier_causality(coll_sched_t *s, int n)
+{
+    uint32_t base[MAX_RANKS + 1], total = 0;
+    uint64_t mask[4096], all            = (n == 64) ? ~0ull : ((1ull << n) - 1);
+
+    for (int r = 0; r < n; r++) {
+        base[r] = total;
+        total += s[r].nsteps;
+    }
+    ASSERT_TRUE(total <= 4096);
+    for (int r = 0; r < n; r++) {
+        for (uint32_t i = 0; i < s[r].nsteps; i++) {
+            mask[base[r] + i] = 1ull << r;
+        }
+    }
+    /* Steps are in dependency order within a rank; sweep until nothing changes. */
+    for (int changed = 1; changed;) {
+        changed = 0;
+        for (int r = 0; r < n; r++) {
+            for (uint32_t i = 0; i < s[r].nsteps; i++) {
+                const coll_step_t *st = &s[r].steps[i];
+                uint64_t           m  = mask[base[r] + i];
+
+                for (uint32_t j = 0; j < st->succ_count; j++) {
+                    uint64_t *t = &mask[base[r] + s[r].succ[st->succ_start + j]];
+                    changed |= (*t | m) != *t;
+                    *t |= m;
+                }
+                if (st->kind == COLL_STEP_SEND) { /* find the matching receive */
+                    const coll_sched_t *q = &s[st->peer];
+                    for (uint32_t k = 0; k < q->nsteps; k++) {
+                        if (q->steps[k].kind == COLL_STEP_RECV && q->steps[k].peer == r &&
+                            q->steps[k].tag == st->tag &&
+                            (mask[base[st->peer] + k] | m) != mask[base[st->peer] + k]) {
+                            mask[base[st->peer] + k] |= m;
+                            changed = 1;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    for (int r = 0; r < n; r++) {
+        uint64_t m = 1ull << r;
+        for (uint32_t i = 0; i < s[r].nsteps; i++) {
+            m |= mask[base[r] + i];
+        }
+        ASSERT_EQ(m, all);
+    }
+}
+
+static void sweep_barrier(const coll_algo_t *a)
+{
+    for (size_t ni = 0; ni < COLL_ARRAY_SIZE(rank_counts); ni++) {
+        for (uint64_t seed = 1; seed <= NSEEDS; seed++) {
+            tcase_t      tc = {.algo = a, .nranks = rank_counts[ni], .seed = seed};
+            coll_sched_t s[MAX_RANKS];
+            sim_proc_t   procs[MAX_RANKS];
+            char         err[1024];
+
+            tc.args = (coll_args_t){
+                .coll = COLL_OP_BARRIER, .dtype = COLL_INT8, .root = -1, .chunk_bytes = 64};
+            ASSERT_TRUE(a->supported(tc.nranks, &tc.args));
+            tbuild(&tc, s);
+            memset(procs, 0, sizeof(procs));
+            for (int r = 0; r < tc.nranks; r++) {
+                procs[r].sched = &s[r];
+            }
+            if (sim_run(procs, tc.nranks, seed, NULL, err, sizeof(err)) != 0) {
+                fprintf(stderr, "FAIL barrier n=%d: %s\n", tc.nranks, err);
+                abort();
+            }
+            check_barrier_causality(s, tc.nranks);
+            for (int r = 0; r < tc.nranks; r++) {
+                coll_sched_destroy(&s[r]);
+            }
+            ncases++;
+        }
+    }
+}
+
+/* ---- structure ---- */
+
+/* Builds rank's schedule (fp32, 64-byte chunks) with the selected algorithm; returns the
+ * number of steps of each kind in c[] and the scratch size. */
+static size_t build_count(coll_op_t coll, int rank, int n, size_t count, coll_redop_t op, int root,
+                          int ip, int c[COLL_STEP_KIND_COUNT])
+{
+    coll_args_t        args = {.coll        = coll,
+                               .count       = count,
+                               .dtype       = COLL_FLOAT32,
+                               .op          = op,
+                               .root        = root,
+                               .in_place    = ip,
+                               .chunk_bytes = 64};
+    const coll_algo_t *a    = coll_algo_select(n, &args, NULL);
+    coll_sched_t       s;
+    char               msg[256];
+    size_t             scratch;
+
+    ASSERT_TRUE(a != NULL);
+    coll_sched_init(&s, rank, n, args.dtype, args.op);
+    ASSERT_OK(a->build(rank, n, &args, &s));
+    ASSERT_OK(coll_sched_finalize(&s));
+    ASSERT_OK(coll_sched_check(&s, msg, sizeof(msg)));
+    memset(c, 0, sizeof(int) * COLL_STEP_KIND_COUNT);
+    for (uint32_t i = 0; i < s.nsteps; i++) {
+        c[s.steps[i].kind]++;
+    }
+    scratch = s.scratch_bytes;
+    coll_sched_destroy(&s);
+    return scratch;
+}
+
+static void test_structure(void)
+{
+    static const int ns[] = {2, 3, 5, 8};
+    const size_t     ce   = 64 / sizeof(float);
+    int              c[COLL_STEP_KIND_COUNT];
+
+    for (size_t ni = 0; ni < COLL_ARRAY_SIZE(ns); ni++) {
+        for (int k = 1, n = ns[ni]; k <= 3; k += 2) {
+            for (int r = 0; r < n; r++) {
+                for (int ip = 0; ip <= TIP_MIXED;
+                     ip++) { /* ring allreduce: 2(n-1) sends per chunk */
+                    ASSERT_EQ(build_count(COLL_OP_ALLREDUCE, r, n, n * k * ce, COLL_AVG, -1, ip, c),
+                              0);
+                    ASSERT_EQ(c[COLL_STEP_SEND], 2 * (n - 1) * k);
+                    ASSERT_EQ(c[COLL_STEP_RECV_REDUCE], (n - 1) * k);
+                    ASSERT_EQ(c[COLL_STEP_RECV], (n - 1) * k);
+                    ASSERT_EQ(c[COLL_STEP_DIV], k);
+                    ASSERT_EQ(c[COLL_STEP_COPY] + c[COLL_STEP_REDUCE], 0);
+                }
+                ASSERT_EQ(build_count(COLL_OP_REDUCE_SCATTER, r, n, k * ce, COLL_SUM, -1, 0, c),
+                          (size_t)(n - 2) * k * ce * sizeof(float));
+                ASSERT_EQ(c[COLL_STEP_SEND], (n - 1) * k);
+                ASSERT_EQ(c[COLL_STEP_RECV_REDUCE], (n - 1) * k);
+                build_count(COLL_OP_ALLGATHER, r, n, k * ce, COLL_SUM, -1, 1, c);
+                ASSERT_EQ(c[COLL_STEP_SEND], (n - 1) * k);
+                ASSERT_EQ(c[COLL_STEP_RECV], (n - 1) * k);
+                ASSERT_EQ(c[COLL_STEP_COPY], 0);
+                build_count(COLL_OP_ALLTOALL, r, n, k * ce, COLL_SUM, -1, 0, c);
+                ASSERT_EQ(c[COLL_STEP_SEND], (n - 1) * k);
+                ASSERT_EQ(c[COLL_STEP_RECV], (n - 1) * k);
+                ASSERT_EQ(c[COLL_STEP_COPY], k);
+                for (int root = 0; root < n; root++) { /* chains: the root never receives */
+                    build_count(COLL_OP_BROADCAST, r, n, k * ce, COLL_SUM, root, 0, c);
+                    ASSERT_EQ(c[COLL_STEP_RECV] + c[COLL_STEP_RECV_REDUCE], r == root ? 0 : k);
+                    ASSERT_EQ(c[COLL_STEP_SEND], r == (root - 1 + n) % n ? 0 : k);
+                    build_count(COLL_OP_REDUCE, r, n, k * ce, COLL_AVG, root, 0, c);
+                    ASSERT_EQ(c[COLL_STEP_SEND], r == root ? 0 : k);
+                    ASSERT_EQ(c[COLL_STEP_RECV_REDUCE], r == (root + 1) % n ? 0 : k);
+                    ASSERT_EQ(c[COLL_STEP_DIV], r == root ? k : 0);
+                }
+            }
+        }
+    }
+}
+
+/* ---- sched.c error paths ---- */
+
+static void expect_check_fails(coll_sched_t *s, const char *needle)
+{
+    char        msg[256] = "";
+    const char *m        = msg; /* a pointer, for ASSERT_STR_CONTAINS */
+
+    ASSERT_OK(coll_sched_finalize(s));
+
+    ASSERT_TRUE(coll_sched_check(s, msg, sizeof(msg)) == COLL_ERR_INTERNAL);
+    ASSERT_STR_CONTAINS(m, needle);
+    coll_sched_destroy(s);
+}
+
+static void test_sched_errors(void)
+{
+    coll_sched_t s;
+    char         msg[256], *text = NULL;
+    size_t       textlen = 0;
+    FILE        *mem;
+
+    coll_sched_init(&s, 0, 4, COLL_INT32, COLL_AVG);
+    ASSERT_EQ(s.op, COLL_SUM);
+    ASSERT_TRUE(coll_sched_check(&s, msg, sizeof(msg)) != COLL_OK); /* not finalized */
+    coll_sched_send(&s, 1, 5, COLL_BUF_SEND, 0, 8);
+    coll_sched_send(&s, 1, 5, COLL_BUF_SEND, 8, 8);
+    expect_check_fails(&s, "tag");
+
+    coll_sched_init(&s, 0, 4, COLL_INT32, COLL_SUM); /* same tag, other direction: fine */
+    coll_sched_send(&s, 1, 5, COLL_BUF_SEND, 0, 8);
+    coll_sched_recv(&s, 1, 5, COLL_BUF_RECV, 0, 8);
+    coll_sched_recv(&s, 2, 5, COLL_BUF_RECV, 8, 8);
+    ASSERT_OK(coll_sched_finalize(&s));
+    ASSERT_OK(coll_sched_check(&s, msg, sizeof(msg)));
+    coll_sched_destroy(&s);
+
+    coll_sched_init(&s, 1, 4, COLL_INT32, COLL_SUM);
+    coll_sched_send(&s, 1, 0, COLL_BUF_SEND, 0, 8);
+    expect_check_fails(&s, "peer");
+    coll_sched_init(&s, 1, 4, COLL_INT32, COLL_SUM);
+    coll_sched_recv(&s, 4, 0, COLL_BUF_RECV, 0, 8);
+    expect_check_fails(&s, "peer");
+    coll_sched_init(&s, 0, 4, COLL_INT32, COLL_SUM);
+    coll_sched_copy(&s, COLL_BUF_RECV, 0, COLL_BUF_SEND, 0, 6);
+    expect_check_fails(&s, "multiple");
+    coll_sched_init(&s, 0, 4, COLL_INT32, COLL_SUM);
+    s.scratch_bytes = 4;
+    coll_sched_recv(&s, 1, 0, COLL_BUF_SCRATCH, 0, 8);
+    expect_check_fails(&s, "scratch");
+    coll_sched_init(&s, 0, 4, COLL_INT32, COLL_SUM);
+    coll_sched_copy(&s, COLL_BUF_RECV, 0, COLL_BUF_RECV, 4, 8);
+    expect_check_fails(&s, "overlap");
+    coll_sched_init(&s, 0, 4, COLL_INT32, COLL_SUM);
+    coll_sched_div(&s, (coll_buf_id_t)7, 0, 8);
+    expect_check_fails(&s, "destination");
+
+    /* dependencies: only on earlier steps; duplicates collapse; -1 is ignored */
+    coll_sched_init(&s, 0, 4, COLL_INT32, COLL_SUM);
+    coll_sched_copy(&s, COLL_BUF_RECV, 0, COLL_BUF_SEND, 0, 8);
+    coll_sched_div(&s, COLL_BUF_RECV, 0, 8);
+    coll_sched_dep(&s, 1, 0);
+    coll_sched_dep(&s, 1, 0);
+    coll_sched_dep(&s, 1, -1);
+    ASSERT_OK(coll_sched_finalize(&s));
+    ASSERT_OK(coll_sched_check(&s, msg, sizeof(msg)));
+    ASSERT_EQ(s.steps[1].ndeps, 1);
+    ASSERT_EQ(s.nsucc, 1);
+    ASSERT_EQ(s.steps[0].succ_count, 1);
+    ASSERT_TRUE(coll_sched_copy(&s, COLL_BUF_RECV, 0, COLL_BUF_SEND, 0, 8) < 0); /* immutable */
+    mem = open_memstream(&text, &textlen);
+    ASSERT_TRUE(mem != NULL);
+    coll_sched_print(&s, mem);
+    fclose(mem);
+    ASSERT_STR_CONTAINS(text, "copy");
+    ASSERT_STR_CONTAINS(text, "div");
+    free(text);
+    coll_sched_destroy(&s);
+
+    coll_sched_init(&s, 0, 4, COLL_INT32, COLL_SUM);
+    coll_sched_copy(&s, COLL_BUF_RECV, 0, COLL_BUF_SEND, 0, 8);
+    coll_sched_div(&s, COLL_BUF_RECV, 0, 8);
+    coll_sched_dep(&s, 0, 1); /* backwards: rejected, remembered */
+    ASSERT_TRUE(s.build_error == COLL_ERR_INTERNAL);
+    ASSERT_TRUE(coll_sched_div(&s, COLL_BUF_RECV, 0, 8) < 0);
+    ASSERT_TRUE(coll_sched_finalize(&s) == COLL_ERR_INTERNAL);
+    coll_sched_destroy(&s);
+    ASSERT_TRUE(strcmp(coll_step_kind_name(COLL_STEP_RECV_REDUCE), "recv_reduce") == 0);
+    ASSERT_TRUE(strcmp(coll_step_kind_name((coll_step_kind_t)99), "invalid") == 0);
+}
+
+/* ---- registry ---- */
+
+static void test_registry(void)
+{
+    coll_args_t        a    = {.coll        = COLL_OP_ALLREDUCE,
+                               .count       = 1000,
+                               .dtype       = COLL_FLOAT32,
+                               .op          = COLL_SUM,
+                               .root        = -1,
+                               .chunk_bytes = 4096};
+    const coll_algo_t *ring = coll_algo_registry_find("ring");
+
+    ASSERT_TRUE(coll_algo_registry_count() >= 4);
+    ASSERT_TRUE(ring != NULL);
+    ASSERT_TRUE(coll_algo_registry_find("nope") == NULL);
+    ASSERT_TRUE(coll_algo_registry_get(coll_algo_registry_count()) == NULL);
+    ASSERT_TRUE(strcmp(coll_op_name(COLL_OP_REDUCE_SCATTER), "reduce_scatter") == 0);
+    ASSERT_TRUE(strcmp(coll_op_name(COLL_OP_COUNT), "invalid") == 0);
+    for (int op = 0; op < COLL_OP_COUNT; op++) {
+        const coll_algo_t *sel;
+
+        a.coll = (coll_op_t)op;
+        a.root = (op == COLL_OP_SEND || op == COLL_OP_RECV || op == COLL_OP_BROADCAST) ? 1 : -1;
+        a.root = (op == COLL_OP_REDUCE) ? 2 : a.root;
+        sel    = coll_algo_select(4, &a, NULL);
+        ASSERT_TRUE(sel != NULL && (sel->colls & (1u << op)) != 0);
+        ASSERT_TRUE(sel->cost_us(4, &a, 5.0, 2e-4) >= 0.0);
+        ASSERT_TRUE(coll_algo_select(4, &a, "ring") == sel || (ring->colls & (1u << op)) == 0);
+    }
+    a = (coll_args_t){.coll        = COLL_OP_ALLREDUCE,
+                      .count       = 10,
+                      .dtype       = COLL_FLOAT32,
+                      .root        = -1,
+                      .chunk_bytes = 64};
+    ASSERT_TRUE(coll_algo_select(4, &a, "allreduce:ring") == ring);
+    ASSERT_TRUE(coll_algo_select(4, &a, " allgather:ring , allreduce : ring") == ring);
+    ASSERT_TRUE(coll_algo_select(4, &a, "pairwise") == ring); /* cannot: falls back */
+    fprintf(stderr, "(one warning about an unknown algorithm is expected)\n");
+    ASSERT_TRUE(coll_algo_select(4, &a, "bogus,nocoll:ring,allreduce:bogus") == ring);
+    a.coll     = COLL_OP_ALLTOALL;
+    a.in_place = 1;
+    ASSERT_TRUE(coll_algo_select(4, &a, NULL) == NULL); /* alltoall in place: invalid call */
+}
+
+/* Tag space: a call needing more than 2^32 tags is refused before anything is allocated. */
+static void test_tag_limits(void)
+{
+    coll_args_t  a = {.coll        = COLL_OP_ALLREDUCE,
+                      .count       = (size_t)3 << 31,
+                      .dtype       = COLL_INT32,
+                      .op          = COLL_SUM,
+                      .root        = -1,
+                      .chunk_bytes = 4};
+    coll_sched_t s;
+
+    if (sizeof(size_t) < 8) {
+        return;
+    }
+    fprintf(stderr, "(two errors about tag and chunk limits are expected)\n");
+    coll_sched_init(&s, 0, 3, a.dtype, a.op);
+    ASSERT_TRUE(coll_algo_registry_find("ring")->build(0, 3, &a, &s) == COLL_ERR_UNSUPPORTED);
+    ASSERT_EQ(s.nsteps, 0);
+    coll_sched_destroy(&s);
+    a.count = (size_t)1 << 34;
+    coll_sched_init(&s, 0, 2, a.dtype, a.op);
+    ASSERT_TRUE(coll_algo_registry_find("ring")->build(0, 2, &a, &s) == COLL_ERR_UNSUPPORTED);
+    coll_sched_destroy(&s);
+}
+
+int main(int argc, char **argv)
+{
+    int quick = 0;
+
+    /* Thousands of cases allocate and free the same buffer sizes: keep them in the heap
+     * instead of mapping and unmapping (and page-faulting) them every time. */
+#ifdef __GLIBC__
+    mallopt(M_MMAP_THRESHOLD, 256 << 20);
+    mallopt(M_TRIM_THRESHOLD, 512 << 20);
+#endif
+    for (int i = 1; i < argc; i++) {
+        verbose |= strcmp(argv[i], "-v") == 0;
+        quick |= strcmp(argv[i], "-q") == 0;
+    }
+    fprintf(stderr, "(two errors about a finalized schedule and a bad dependency are expected)\n");
+    test_sched_errors();
+    {
+        char err[512];
+
+        if (sim_selftest(err, sizeof(err)) != 0) {
+            fprintf(stderr, "FAIL simulator self-test: %s\n", err);
+            abort();
+        }
+    }
+    test_registry();
+    test_tag_limits();
+    test_structure();
+    for (int i = 0; i < coll_algo_registry_count(); i++) {
+        const coll_algo_t *a = coll_algo_registry_get(i);
+
+        for (int op = 0; op < COLL_OP_COUNT; op++) {
+            if ((a->colls & (1u << op)) == 0) {
+                continue;
+            }
+            if (op == COLL_OP_BARRIER) {
+                sweep_barrier(a);
+            } else if (op != COLL_OP_RECV) { /* SEND runs both sides */
+                sweep_coll(a, (coll_op_t)op, quick);
+            }
+        }
+    }
+    printf("test_sched: %" PRIu64 " cases passed (%" PRIu64 " simulator events)\n", ncases,
+           nevents);
+    return 0;
+}

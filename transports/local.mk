@@ -1,0 +1,5 @@
+# SPDX-License-Identifier: MIT
+COLL_LIB_SOURCES += transports/transport.h transports/registry.c \
+    transports/match.h transports/match.c
+include $(srcdir)/transports/shm/local.mk
+include $(srcdir)/transports/tcp/local.mk

@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Tag matching shared by the byte-stream transports (shm, tcp): posted receives per endpoint,
+ * unexpected messages buffered until their receive is posted, delivery by copy or by
+ * reduction on arrival. Fragments of a message may arrive in any order; each fragment carries
+ * (tag, total length, offset) and offsets/lengths are multiples of 8 except at a message end.
+ */
+#ifndef COLL_TP_MATCH_H
+#define COLL_TP_MATCH_H
+
+#include "transport.h"
+
+typedef struct coll_tp_unexp {
+    uint64_t              tag;
+    size_t                total;   /* message length announced by the sender */
+    size_t                bytes;   /* received so far */
+    char                 *data;    /* total bytes */
+    coll_tp_op_t         *waiting; /* receive posted while the message was still arriving */
+    struct coll_tp_unexp *next;
+} coll_tp_unexp_t;
+
+typedef struct coll_tp_match {
+    coll_tp_op_t    *posted_head;
+    coll_tp_op_t    *posted_tail;
+    coll_tp_unexp_t *unexp_head;
+    int              peer;   /* for error messages */
+    const char      *tpname; /* for error messages */
+    size_t           unexp_bytes; /* buffered now, for diagnostics */
+} coll_tp_match_t;
+
+void coll_tp_match_init(coll_tp_match_t *m, int peer, const char *tpname);
+/* Fails every posted op with status and frees buffered messages. */
+void coll_tp_match_fini(coll_tp_match_t *m, coll_result_t status);
+
+/* Post a receive: takes buffered data for its tag if any; may complete op at once. */
+coll_result_t coll_tp_match_post(coll_tp_match_t *m, coll_tp_op_t *op);
+
+/* A fragment arrived: deliver to the posted receive or buffer it. */
+coll_result_t coll_tp_match_deliver(coll_tp_match_t *m, uint64_t tag, size_t total, size_t off,
+                                    const void *data, size_t n);
+
+/* Zero-copy helper for transports that can read straight into user memory: the posted plain
+ * copy receive for tag (NULL if none, or if it reduces, or waits on buffered data). After
+ * writing n bytes at buf + off, the transport calls coll_tp_match_account(). */
+coll_tp_op_t *coll_tp_match_lookup_copy(coll_tp_match_t *m, uint64_t tag, size_t total);
+coll_result_t coll_tp_match_account(coll_tp_match_t *m, coll_tp_op_t *op, size_t n);
+
+/* Is anything posted (a receive waiting for data)? */
+static inline int coll_tp_match_busy(const coll_tp_match_t *m)
+{
+    return m->posted_head != NULL;
+}
+
+#endif

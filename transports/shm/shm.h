@@ -1,0 +1,178 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Shared-memory transport, internal interface shared by shm.c (context, endpoints, ops table),
+ * shm_ring.c (the single-producer single-consumer byte ring and the futex doorbell) and
+ * shm_seg.c (creating, attaching and unlinking /dev/shm segments). Not installed; the layouts
+ * below are shared between processes of one job on one host and never cross hosts.
+ */
+#ifndef COLL_TP_SHM_H
+#define COLL_TP_SHM_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "transport.h"
+#include "match.h"
+
+/* Cross-process atomics must be lock-free: a lock-based atomic would use a per-process lock. */
+_Static_assert(ATOMIC_LLONG_LOCK_FREE == 2, "shm transport needs lock-free 64-bit atomics");
+_Static_assert(ATOMIC_INT_LOCK_FREE == 2, "shm transport needs lock-free 32-bit atomics");
+
+#define SHM_SEG_MAGIC      0x31306d68736c6f63ull /* "collshm01", little endian */
+#define SHM_SEG_VERSION    1u
+#define SHM_HANDLE_MAGIC   0x53484d48u /* "HMHS" */
+#define SHM_FRAME_MAGIC    0x46524d46u /* data frame */
+#define SHM_PAD_MAGIC      0x50414450u /* skip to the end of the ring */
+#define SHM_NAME_MAX       48
+#define SHM_HDR_SIZE       4096u /* segment header page */
+#define SHM_RING_CTRL_SIZE 4096u /* head/tail page in front of each ring */
+#define SHM_FRAME_HDR      64u   /* header slot; payloads start 64-aligned */
+#define SHM_ALIGN          64u   /* frame start and non-final payload unit */
+#define SHM_RING_MIN       ((uint64_t)64 << 10)
+#define SHM_RING_MAX       ((uint64_t)1 << 30)
+#define SHM_FRAG_MAX       ((uint64_t)64 << 10) /* pipelining grain: receiver starts early */
+#define SHM_TOTAL_MAX      ((uint64_t)1 << 40)  /* largest message a frame may announce */
+#define SHM_LIVE_CHECK_S   0.25 /* how often an idle rank with pending work checks its peers */
+
+/* Futex doorbell of one process: producers bump seq after publishing when sleepers != 0. */
+typedef struct shm_doorbell {
+    _Atomic uint32_t seq;      /* futex word */
+    _Atomic uint32_t sleepers; /* threads of the owner inside block() */
+} shm_doorbell_t;
+
+/* First page of every segment. Written by the owner before its handle is published. */
+typedef struct shm_seg_hdr {
+    uint64_t magic; /* SHM_SEG_MAGIC */
+    uint32_t version;
+    uint32_t nslots; /* incoming rings */
+    uint64_t job_tag;
+    uint64_t comm_id;
+    uint64_t ring_size; /* data bytes of each ring, power of two */
+    uint64_t seg_size;  /* whole segment */
+    int32_t  rank;      /* owner */
+    int32_t  pid;       /* owner, for messages */
+    uint32_t live_lock; /* 1: the owner holds a write lock on the segment while alive */
+    _Alignas(64) shm_doorbell_t bell;
+} shm_seg_hdr_t;
+
+/* Shared control words of one ring; head and tail live on separate cache lines. */
+typedef struct shm_ring_ctrl {
+    _Alignas(64) _Atomic uint64_t head; /* producer: bytes published, monotonic */
+    _Atomic uint32_t want_space;        /* producer: a send waits for the consumer */
+    _Alignas(64) _Atomic uint64_t tail; /* consumer: bytes consumed, monotonic */
+} shm_ring_ctrl_t;
+
+/* Header of every frame (SHM_FRAME_HDR bytes reserved); payload follows at +SHM_FRAME_HDR. */
+typedef struct shm_frame {
+    uint32_t magic; /* SHM_FRAME_MAGIC or SHM_PAD_MAGIC */
+    uint32_t len;   /* payload bytes in this frame */
+    uint64_t tag;
+    uint64_t total;  /* message length */
+    uint64_t offset; /* of this payload in the message */
+    uint64_t seqno;  /* frame number in the ring, checked by the consumer */
+} shm_frame_t;
+
+_Static_assert(sizeof(shm_seg_hdr_t) <= SHM_HDR_SIZE, "segment header exceeds its page");
+_Static_assert(sizeof(shm_ring_ctrl_t) <= SHM_RING_CTRL_SIZE, "ring control exceeds its page");
+_Static_assert(sizeof(shm_frame_t) <= SHM_FRAME_HDR, "frame header exceeds its slot");
+
+/* Listen handle published through the bootstrap. */
+typedef struct shm_handle {
+    uint32_t magic; /* SHM_HANDLE_MAGIC */
+    uint32_t version;
+    uint64_t seg_size;
+    uint64_t ring_size;
+    int32_t  rank;
+    int32_t  pid;
+    uint32_t nslots;
+    uint32_t reserved;
+    char     name[SHM_NAME_MAX];
+} shm_handle_t;
+
+/* A mapped segment, ours or a peer's. fd stays open: it carries the owner's liveness lock. */
+typedef struct shm_seg {
+    char           name[SHM_NAME_MAX];
+    int            fd;
+    int            linked; /* created by us and still in /dev/shm */
+    void          *base;
+    size_t         size;
+    shm_seg_hdr_t *hdr;
+} shm_seg_t;
+
+/* This process' view of one ring (producer or consumer side). */
+typedef struct shm_ring {
+    shm_ring_ctrl_t *ctrl;
+    char            *data;
+    uint64_t         size;  /* power of two */
+    uint64_t         frag;  /* largest payload of one frame */
+    uint64_t         pos;   /* producer: head; consumer: tail (private copy) */
+    uint64_t         other; /* producer: last tail seen; consumer: last head seen */
+    uint64_t         seqno; /* next frame number to write or expect */
+    int              peer;  /* rank on the other side, for messages */
+} shm_ring_t;
+
+typedef struct shm_ep {
+    coll_tp_ep_t        base; /* first: the core sees a coll_tp_ep_t */
+    struct coll_tp_ctx *ctx;
+    coll_tp_match_t     match;      /* posted and unexpected receives from the peer */
+    shm_ring_t          rx;         /* in our segment, written by the peer */
+    shm_ring_t          tx;         /* in the peer's segment, written by us */
+    shm_seg_t           peer_seg;   /* mapping of the peer's segment */
+    coll_tp_op_t       *sendq_head; /* FIFO; frames of one message are never interleaved */
+    coll_tp_op_t       *sendq_tail;
+    int                 tx_started; /* the head op has written at least one frame */
+    uint64_t            stall_tail; /* tail seen when the head op last ran out of space */
+    int                 want_space; /* we set tx.ctrl->want_space */
+    coll_result_t       status;     /* COLL_OK, or why the endpoint failed */
+    struct shm_ep      *next;       /* in ctx->eps */
+} shm_ep_t;
+
+struct coll_tp_ctx {
+    int             rank;
+    int             nranks;
+    uint64_t        comm_id;
+    uint64_t        job_tag;
+    int            *lidx; /* nranks: index among the ranks of this host, or -1 */
+    int             nlocal;
+    uint64_t        ring_size;
+    shm_seg_t       seg; /* ours: one incoming ring per other local rank */
+    int             have_seg;
+    shm_doorbell_t *bell; /* in seg, or private_bell when there is no segment */
+    shm_doorbell_t  private_bell;
+    shm_ep_t       *eps;
+    double          next_live_check;
+    double          live_check_s; /* SHM_LIVE_CHECK_S; tests raise it to catch lost wakeups */
+};
+
+/* ---- shm_seg.c ---- */
+void          shm_seg_name(char *buf, size_t len, uint64_t comm_id, int rank);
+uint64_t      shm_seg_size(uint32_t nslots, uint64_t ring_size);
+coll_result_t shm_seg_create(shm_seg_t *seg, const struct coll_tp_ctx *ctx, uint32_t nslots);
+coll_result_t shm_seg_attach(shm_seg_t *seg, const struct coll_tp_ctx *ctx, const shm_handle_t *h,
+                             int peer);
+void          shm_seg_unlink(shm_seg_t *seg);
+void          shm_seg_close(shm_seg_t *seg); /* unmap, close, unlink if still linked */
+void         *shm_seg_ring(const shm_seg_t *seg, uint32_t slot);
+int           shm_seg_owner_alive(const shm_seg_t *seg);
+int           shm_seg_probe(const char **why_p);
+
+/* ---- shm_ring.c ---- */
+void shm_ring_view(shm_ring_t *r, void *ring_base, uint64_t size, int peer);
+/* Producer: write frames of op (its bytes counter advances); returns frames published. */
+int shm_ring_push(shm_ring_t *r, coll_tp_op_t *op, int *started, int *complete_p);
+int shm_ring_has_space(shm_ring_t *r, uint64_t stall_tail);
+/* Consumer: next data frame (pads are skipped). COLL_OK with f and payload, COLL_AGAIN when
+ * empty, COLL_ERR_TRANSPORT (logged) when the ring holds garbage. */
+coll_result_t shm_ring_peek(shm_ring_t *r, shm_frame_t *f, const void **payload_p);
+void          shm_ring_consume(shm_ring_t *r, const shm_frame_t *f);
+int           shm_ring_nonempty(shm_ring_t *r);
+void          shm_ring_set_want_space(shm_ring_t *r, int on);
+int           shm_ring_wants_space(shm_ring_t *r);
+/* Doorbell */
+void     shm_bell_ring(shm_doorbell_t *b);  /* after publishing: wake if asleep */
+void     shm_bell_force(shm_doorbell_t *b); /* always wake (wake() from another thread) */
+uint32_t shm_bell_prepare(shm_doorbell_t *b);
+void     shm_bell_wait(shm_doorbell_t *b, uint32_t seen, double timeout_s);
+void     shm_bell_cancel(shm_doorbell_t *b);
+
+#endif

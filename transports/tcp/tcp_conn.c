@@ -1,0 +1,774 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * TCP connection setup: listen() on the chosen interface, and connect_all(), in which the lower
+ * rank of every pair opens nsocks sockets to the higher rank's listener and sends a hello that
+ * the acceptor validates before answering with an ack. One poll() loop serves both roles until
+ * the deadline; strays and garbage are logged and dropped. No data is moved here.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE 1 /* accept4() */
+#endif
+#include "tcp.h"
+#include <errno.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <unistd.h>
+#include "compiler.h"
+#include "error.h"
+#include "log.h"
+#include "util.h"
+
+#define TCP_RETRY_MIN_S 0.005
+#define TCP_RETRY_MAX_S 0.25
+#define TCP_STRAY_SLACK 16 /* unidentified accepted sockets kept besides the expected ones */
+#define TCP_POLL_MAX_MS 100
+
+enum { TCP_OUT_IDLE, TCP_OUT_CONNECTING, TCP_OUT_HELLO, TCP_OUT_ACK, TCP_OUT_DONE };
+enum { TCP_IN_FREE, TCP_IN_HELLO, TCP_IN_ACK };
+
+/* One socket being set up, on either side. */
+typedef struct tcp_conn {
+    int     fd;
+    int     out; /* 1: this rank connects; 0: this rank accepted it */
+    int     state;
+    int     pos;    /* index into peers[] (connector) or -1 until the hello names it */
+    int     index;  /* socket index */
+    size_t  nbytes; /* of hello or ack moved so far */
+    uint8_t buf[COLL_TCP_HELLO_LEN];
+    double  retry_at;
+    double  backoff;
+    double  since; /* acceptor: when accepted, to evict the oldest stray first */
+    int     last_errno;
+    char    raddr[64];
+} tcp_conn_t;
+
+/* State of one connect_all() call. */
+typedef struct tcp_cstate {
+    coll_tcp_ctx_t          *ctx;
+    const int               *peers;
+    int                      npeers;
+    coll_tcp_ep_t          **eps;    /* by position in peers[]; NULL if connected earlier */
+    int                     *pos_of; /* rank -> position in peers[], -1 if absent */
+    struct sockaddr_storage *dst;    /* by position: peer's listener (connector side) */
+    socklen_t               *dstlen;
+    tcp_conn_t              *out; /* nout connector slots */
+    int                      nout;
+    int                      out_left;
+    tcp_conn_t              *in; /* nin accept slots */
+    int                      nin;
+    int                      in_left; /* sockets still expected from lower ranks */
+    coll_result_t            fatal;
+    double                   start;
+    struct pollfd           *pfds;
+    tcp_conn_t             **pconn; /* pconn[i] owns pfds[i]; NULL = the listener */
+} tcp_cstate_t;
+
+void coll_tcp_sock_options(int fd)
+{
+    int one = 1;
+
+    /* Buffer sizes are left to the kernel on purpose: setting SO_SNDBUF/SO_RCVBUF turns off
+     * autotuning and is capped by net.core.[rw]mem_max (~200 KiB by default), which would
+     * shrink the window on fast links instead of growing it. */
+    if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) != 0) {
+        coll_debug(TCP, "setsockopt(TCP_NODELAY) failed: %s", strerror(errno));
+    }
+    if (setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one)) != 0) {
+        coll_debug(TCP, "setsockopt(SO_KEEPALIVE) failed: %s", strerror(errno));
+    }
+}
+
+void coll_tcp_hello_pack(const coll_tcp_hello_t *h, uint8_t *buf)
+{
+    coll_tcp_put32(buf + 0, h->magic);
+    coll_tcp_put16(buf + 4, h->version);
+    coll_tcp_put16(buf + 6, h->sock_index);
+    coll_tcp_put64(buf + 8, h->job_tag);
+    coll_tcp_put32(buf + 16, h->from_rank);
+    coll_tcp_put32(buf + 20, h->to_rank);
+    coll_tcp_put64(buf + 24, h->comm_id);
+    coll_tcp_put16(buf + 32, h->nsocks);
+    coll_tcp_put16(buf + 34, h->reserved);
+    coll_tcp_put32(buf + 36, h->frag_size);
+}
+
+void coll_tcp_hello_unpack(const uint8_t *buf, coll_tcp_hello_t *h)
+{
+    h->magic      = coll_tcp_get32(buf + 0);
+    h->version    = coll_tcp_get16(buf + 4);
+    h->sock_index = coll_tcp_get16(buf + 6);
+    h->job_tag    = coll_tcp_get64(buf + 8);
+    h->from_rank  = coll_tcp_get32(buf + 16);
+    h->to_rank    = coll_tcp_get32(buf + 20);
+    h->comm_id    = coll_tcp_get64(buf + 24);
+    h->nsocks     = coll_tcp_get16(buf + 32);
+    h->reserved   = coll_tcp_get16(buf + 34);
+    h->frag_size  = coll_tcp_get32(buf + 36);
+}
+
+/* ---- listen ---- */
+
+static void tcp_handle_pack(const coll_tcp_addr_t *a, uint8_t *buf)
+{
+    memset(buf, 0, sizeof(coll_tcp_handle_t));
+    coll_tcp_put32(buf + 0, COLL_TCP_HANDLE_MAGIC);
+    coll_tcp_put16(buf + 4, (uint16_t)a->sa.ss_family);
+    if (a->sa.ss_family == AF_INET) {
+        const struct sockaddr_in *s4 = (const struct sockaddr_in *)(const void *)&a->sa;
+        coll_tcp_put16(buf + 6, ntohs(s4->sin_port));
+        memcpy(buf + 12, &s4->sin_addr, 4);
+    } else {
+        const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)(const void *)&a->sa;
+        coll_tcp_put16(buf + 6, ntohs(s6->sin6_port));
+        coll_tcp_put32(buf + 8, s6->sin6_scope_id);
+        memcpy(buf + 12, &s6->sin6_addr, 16);
+    }
+}
+
+static coll_result_t tcp_handle_unpack(const uint8_t *buf, int rank, struct sockaddr_storage *ss,
+                                       socklen_t *len_p)
+{
+    uint16_t family = coll_tcp_get16(buf + 4);
+
+    memset(ss, 0, sizeof(*ss));
+    if (coll_tcp_get32(buf) != COLL_TCP_HANDLE_MAGIC || (family != AF_INET && family != AF_INET6)) {
+        coll_error(TCP, "listen handle of rank %d is not a tcp handle", rank);
+        return COLL_ERR_INVALID_ARG;
+    }
+    if (family == AF_INET) {
+        struct sockaddr_in *s4 = (struct sockaddr_in *)(void *)ss;
+        s4->sin_family         = AF_INET;
+        s4->sin_port           = htons(coll_tcp_get16(buf + 6));
+        memcpy(&s4->sin_addr, buf + 12, 4);
+        *len_p = sizeof(*s4);
+    } else {
+        struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)(void *)ss;
+        s6->sin6_family         = AF_INET6;
+        s6->sin6_port           = htons(coll_tcp_get16(buf + 6));
+        s6->sin6_scope_id       = coll_tcp_get32(buf + 8);
+        memcpy(&s6->sin6_addr, buf + 12, 16);
+        *len_p = sizeof(*s6);
+    }
+    return COLL_OK;
+}
+
+static int tcp_all_local(const coll_tcp_ctx_t *ctx)
+{
+    int r;
+
+    for (r = 0; r < ctx->nranks; r++) {
+        if (ctx->peers[r].host_hash != ctx->peers[ctx->rank].host_hash) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+coll_result_t coll_tcp_listen(coll_tcp_ctx_t *ctx, void *handle, size_t *handle_len_p)
+{
+    const char   *why = "";
+    socklen_t     len;
+    int           fd, backlog;
+    coll_result_t status;
+
+    if (ctx->listen_fd >= 0) {
+        coll_error(TCP, "listen called twice on one context");
+        return COLL_ERR_INVALID_USAGE;
+    }
+    COLL_CHECK(coll_tcp_pick_addr(tcp_all_local(ctx), &ctx->addr, &why));
+    fd = socket(ctx->addr.sa.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        coll_error(TCP, "socket() failed: %s", strerror(errno));
+        return COLL_ERR_SYSTEM;
+    }
+    coll_tcp_sa_str((struct sockaddr *)&ctx->addr.sa, ctx->addr_str, sizeof(ctx->addr_str));
+    status  = COLL_ERR_SYSTEM;
+    backlog = COLL_MAX(ctx->nranks * ctx->nsocks + TCP_STRAY_SLACK, 128);
+    if (bind(fd, (struct sockaddr *)&ctx->addr.sa, ctx->addr.salen) != 0) {
+        coll_error(TCP, "bind to %s (%s) failed: %s", ctx->addr_str, ctx->addr.ifname,
+                   strerror(errno));
+        goto err;
+    }
+    if (listen(fd, backlog) != 0) {
+        coll_error(TCP, "listen on %s failed: %s", ctx->addr_str, strerror(errno));
+        goto err;
+    }
+    len = sizeof(ctx->addr.sa);
+    if (getsockname(fd, (struct sockaddr *)&ctx->addr.sa, &len) != 0) {
+        coll_error(TCP, "getsockname failed: %s", strerror(errno));
+        goto err;
+    }
+    coll_tcp_sa_str((struct sockaddr *)&ctx->addr.sa, ctx->addr_str, sizeof(ctx->addr_str));
+    ctx->listen_fd = fd;
+    tcp_handle_pack(&ctx->addr, handle);
+    *handle_len_p = sizeof(coll_tcp_handle_t);
+    coll_info(TCP, "listening on %s %s (%s), %d socket(s) per peer, frames of %zu bytes",
+              ctx->addr.ifname, ctx->addr_str, why, ctx->nsocks, ctx->frag_size);
+    return COLL_OK;
+
+err:
+    close(fd);
+    return status;
+}
+
+/* ---- connector side ---- */
+
+static void tcp_out_retry(tcp_cstate_t *cs, tcp_conn_t *c, int err, double now)
+{
+    close(c->fd);
+    c->fd         = -1;
+    c->state      = TCP_OUT_IDLE;
+    c->nbytes     = 0;
+    c->last_errno = err;
+    c->retry_at   = now + c->backoff;
+    c->backoff    = COLL_MIN(c->backoff * 2, TCP_RETRY_MAX_S);
+    coll_debug(TCP, "connection %d to rank %d (%s): %s; retrying", c->index, cs->peers[c->pos],
+               c->raddr, err != 0 ? strerror(err) : "closed before ack");
+}
+
+static void tcp_out_hello(tcp_cstate_t *cs, tcp_conn_t *c)
+{
+    coll_tcp_hello_t h = {
+        .magic      = COLL_TCP_HELLO_MAGIC,
+        .version    = COLL_TCP_VERSION,
+        .sock_index = (uint16_t)c->index,
+        .job_tag    = cs->ctx->job_tag,
+        .from_rank  = (uint32_t)cs->ctx->rank,
+        .to_rank    = (uint32_t)cs->peers[c->pos],
+        .comm_id    = cs->ctx->comm_id,
+        .nsocks     = (uint16_t)cs->ctx->nsocks,
+        .frag_size  = (uint32_t)cs->ctx->frag_size,
+    };
+
+    coll_tcp_hello_pack(&h, c->buf);
+    c->state  = TCP_OUT_HELLO;
+    c->nbytes = 0;
+}
+
+static void tcp_out_start(tcp_cstate_t *cs, tcp_conn_t *c, double now)
+{
+    const struct sockaddr *sa = (const struct sockaddr *)&cs->dst[c->pos];
+
+    c->fd = socket(sa->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (c->fd < 0) {
+        coll_error(TCP, "socket() failed: %s", strerror(errno));
+        cs->fatal = COLL_ERR_SYSTEM;
+        return;
+    }
+    coll_tcp_sock_options(c->fd);
+    if (connect(c->fd, sa, cs->dstlen[c->pos]) == 0) {
+        tcp_out_hello(cs, c);
+    } else if (errno == EINPROGRESS || errno == EINTR) {
+        c->state = TCP_OUT_CONNECTING;
+    } else {
+        tcp_out_retry(cs, c, errno, now);
+    }
+}
+
+/* The acceptor answered: move the socket into the endpoint, or give up on a refusal. */
+static void tcp_out_acked(tcp_cstate_t *cs, tcp_conn_t *c)
+{
+    uint32_t       magic  = coll_tcp_get32(c->buf);
+    int32_t        status = (int32_t)coll_tcp_get32(c->buf + 4);
+    coll_tcp_ep_t *ep     = cs->eps[c->pos];
+
+    if (magic != COLL_TCP_ACK_MAGIC || status != 0) {
+        coll_error(TCP, "rank %d (%s) refused connection %d: %s", cs->peers[c->pos], c->raddr,
+                   c->index,
+                   magic != COLL_TCP_ACK_MAGIC
+                       ? "bad ack"
+                       : "COLL_TCP_NSOCKS or COLL_TCP_FRAG_SIZE differ between the two ranks");
+        cs->fatal = COLL_ERR_INVALID_USAGE;
+        return;
+    }
+    ep->socks[c->index].fd = c->fd;
+    coll_strlcpy(ep->addr_str, c->raddr, sizeof(ep->addr_str));
+    c->fd    = -1;
+    c->state = TCP_OUT_DONE;
+    cs->out_left--;
+}
+
+static void tcp_out_event(tcp_cstate_t *cs, tcp_conn_t *c, short revents, double now)
+{
+    int       err = 0;
+    socklen_t len = sizeof(err);
+    ssize_t   n;
+
+    if (c->state == TCP_OUT_CONNECTING) {
+        if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) {
+            err = errno;
+        }
+        if (err != 0) {
+            tcp_out_retry(cs, c, err, now);
+            return;
+        }
+        tcp_out_hello(cs, c);
+    }
+    if (c->state == TCP_OUT_HELLO) {
+        n = send(c->fd, c->buf + c->nbytes, COLL_TCP_HELLO_LEN - c->nbytes, MSG_NOSIGNAL);
+        if (n < 0 && errno != EAGAIN && errno != EINTR) {
+            tcp_out_retry(cs, c, errno, now);
+            return;
+        }
+        c->nbytes += n > 0 ? (size_t)n : 0;
+        if (c->nbytes == COLL_TCP_HELLO_LEN) {
+            c->state  = TCP_OUT_ACK;
+            c->nbytes = 0;
+        }
+        return;
+    }
+    if (c->state == TCP_OUT_ACK && (revents & (POLLIN | POLLHUP | POLLERR)) != 0) {
+        /* exactly the ack: data frames may follow it on the same stream */
+        n = recv(c->fd, c->buf + c->nbytes, COLL_TCP_ACK_LEN - c->nbytes, 0);
+        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+            tcp_out_retry(cs, c, n == 0 ? 0 : errno, now);
+            return;
+        }
+        c->nbytes += n > 0 ? (size_t)n : 0;
+        if (c->nbytes == COLL_TCP_ACK_LEN) {
+            tcp_out_acked(cs, c);
+        }
+    }
+}
+
+/* ---- acceptor side ---- */
+
+static void tcp_in_close(tcp_conn_t *c)
+{
+    close(c->fd);
+    c->fd    = -1;
+    c->state = TCP_IN_FREE;
+}
+
+static tcp_conn_t *tcp_in_slot(tcp_cstate_t *cs)
+{
+    tcp_conn_t *oldest = NULL;
+    int         i;
+
+    for (i = 0; i < cs->nin; i++) {
+        if (cs->in[i].state == TCP_IN_FREE) {
+            return &cs->in[i];
+        }
+        if (cs->in[i].state == TCP_IN_HELLO &&
+            (oldest == NULL || cs->in[i].since < oldest->since)) {
+            oldest = &cs->in[i];
+        }
+    }
+    if (oldest != NULL) {
+        coll_warn(TCP, "closing connection from %s: no hello yet and too many pending",
+                  oldest->raddr);
+        tcp_in_close(oldest);
+    }
+    return oldest;
+}
+
+static void tcp_in_accept(tcp_cstate_t *cs, double now)
+{
+    struct sockaddr_storage ss;
+    socklen_t               len;
+    tcp_conn_t             *c;
+    int                     fd;
+
+    for (;;) {
+        len = sizeof(ss);
+        fd =
+            accept4(cs->ctx->listen_fd, (struct sockaddr *)&ss, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno == EINTR || errno == ECONNABORTED) {
+                continue;
+            }
+            if (errno != EAGAIN && errno != EWOULDBLOCK) {
+                coll_warn(TCP, "accept on %s failed: %s", cs->ctx->addr_str, strerror(errno));
+            }
+            return;
+        }
+        c = tcp_in_slot(cs);
+        if (c == NULL) { /* every slot is mid-ack: cannot happen with the slack, but be safe */
+            close(fd);
+            continue;
+        }
+        coll_tcp_sock_options(fd);
+        c->fd     = fd;
+        c->state  = TCP_IN_HELLO;
+        c->pos    = -1;
+        c->nbytes = 0;
+        c->since  = now;
+        coll_tcp_sa_str((struct sockaddr *)&ss, c->raddr, sizeof(c->raddr));
+    }
+}
+
+static int tcp_in_claimed(const tcp_cstate_t *cs, int pos, int index)
+{
+    int i;
+
+    if (cs->eps[pos]->socks[index].fd >= 0) {
+        return 1;
+    }
+    for (i = 0; i < cs->nin; i++) {
+        if (cs->in[i].state == TCP_IN_ACK && cs->in[i].pos == pos && cs->in[i].index == index) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Why hello h must be refused, or NULL if it is acceptable. */
+static const char *tcp_in_check(const tcp_cstate_t *cs, const coll_tcp_hello_t *h, char *why,
+                                size_t size)
+{
+    const coll_tcp_ctx_t *ctx = cs->ctx;
+
+    if (h->magic != COLL_TCP_HELLO_MAGIC) {
+        snprintf(why, size, "bad magic 0x%08x", h->magic);
+    } else if (h->version != COLL_TCP_VERSION) {
+        snprintf(why, size, "protocol version %u, expected %u", h->version, COLL_TCP_VERSION);
+    } else if (h->job_tag != ctx->job_tag) {
+        snprintf(why, size, "job tag differs (another job?)");
+    } else if (h->comm_id != ctx->comm_id) {
+        snprintf(why, size, "communicator id 0x%016llx differs", (unsigned long long)h->comm_id);
+    } else if (h->to_rank != (uint32_t)ctx->rank) {
+        snprintf(why, size, "addressed to rank %u", h->to_rank);
+    } else if (h->from_rank >= (uint32_t)ctx->rank) {
+        snprintf(why, size, "from rank %u, but only lower ranks connect", h->from_rank);
+    } else if (cs->pos_of[h->from_rank] < 0) {
+        snprintf(why, size, "not expecting a connection from rank %u", h->from_rank);
+    } else if (h->nsocks == ctx->nsocks && h->sock_index >= h->nsocks) {
+        snprintf(why, size, "socket index %u out of range", h->sock_index);
+    } else if (h->nsocks == ctx->nsocks && h->frag_size == ctx->frag_size &&
+               tcp_in_claimed(cs, cs->pos_of[h->from_rank], h->sock_index)) {
+        snprintf(why, size, "duplicate socket %u of rank %u", h->sock_index, h->from_rank);
+    } else {
+        return NULL;
+    }
+    return why;
+}
+
+static void tcp_in_hello(tcp_cstate_t *cs, tcp_conn_t *c)
+{
+    coll_tcp_ctx_t  *ctx = cs->ctx;
+    coll_tcp_hello_t h;
+    char             why[128];
+    int32_t          status = 0;
+
+    coll_tcp_hello_unpack(c->buf, &h);
+    if (tcp_in_check(cs, &h, why, sizeof(why)) != NULL) {
+        coll_warn(TCP, "rejected connection from %s: %s", c->raddr, why);
+        tcp_in_close(c);
+        return;
+    }
+    if (h.nsocks != ctx->nsocks || h.frag_size != ctx->frag_size) {
+        coll_error(TCP,
+                   "rank %u uses COLL_TCP_NSOCKS=%u COLL_TCP_FRAG_SIZE=%u, this rank %d and "
+                   "%zu: set them equally on every rank",
+                   h.from_rank, h.nsocks, h.frag_size, ctx->nsocks, ctx->frag_size);
+        status    = -1;
+        cs->fatal = COLL_ERR_INVALID_USAGE;
+    }
+    coll_tcp_put32(c->buf, COLL_TCP_ACK_MAGIC);
+    coll_tcp_put32(c->buf + 4, (uint32_t)status);
+    if (status != 0) { /* best effort: tell the connector why, then fail */
+        (void)send(c->fd, c->buf, COLL_TCP_ACK_LEN, MSG_NOSIGNAL);
+        tcp_in_close(c);
+        return;
+    }
+    c->pos    = cs->pos_of[h.from_rank];
+    c->index  = h.sock_index;
+    c->state  = TCP_IN_ACK;
+    c->nbytes = 0;
+}
+
+static void tcp_in_event(tcp_cstate_t *cs, tcp_conn_t *c)
+{
+    coll_tcp_ep_t *ep;
+    ssize_t        n;
+
+    if (c->state == TCP_IN_HELLO) {
+        n = recv(c->fd, c->buf + c->nbytes, COLL_TCP_HELLO_LEN - c->nbytes, 0);
+        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+            if (c->nbytes > 0 || n < 0) {
+                coll_warn(TCP, "rejected connection from %s: %s after %zu bytes of hello", c->raddr,
+                          n == 0 ? "closed" : strerror(errno), c->nbytes);
+            }
+            tcp_in_close(c);
+            return;
+        }
+        c->nbytes += n > 0 ? (size_t)n : 0;
+        if (c->nbytes == COLL_TCP_HELLO_LEN) {
+            tcp_in_hello(cs, c);
+        }
+        return;
+    }
+    n = send(c->fd, c->buf + c->nbytes, COLL_TCP_ACK_LEN - c->nbytes, MSG_NOSIGNAL);
+    if (n < 0 && errno != EAGAIN && errno != EINTR) {
+        coll_debug(TCP, "ack to %s failed: %s", c->raddr, strerror(errno));
+        tcp_in_close(c); /* the connector sees the close and retries */
+        return;
+    }
+    c->nbytes += n > 0 ? (size_t)n : 0;
+    if (c->nbytes == COLL_TCP_ACK_LEN) {
+        ep                     = cs->eps[c->pos];
+        ep->socks[c->index].fd = c->fd;
+        coll_strlcpy(ep->addr_str, c->raddr, sizeof(ep->addr_str));
+        c->fd    = -1;
+        c->state = TCP_IN_FREE;
+        cs->in_left--;
+    }
+}
+
+/* ---- one connect_all() call ---- */
+
+static coll_result_t tcp_cs_peer(tcp_cstate_t *cs, int i, const void *const *handles)
+{
+    coll_tcp_ctx_t *ctx = cs->ctx;
+    int             p   = cs->peers[i];
+
+    if (p < 0 || p >= ctx->nranks || p == ctx->rank || cs->pos_of[p] != -1) {
+        coll_error(TCP, "connect_all: peer %d is invalid or listed twice", p);
+        return COLL_ERR_INVALID_ARG;
+    }
+    cs->pos_of[p] = -2; /* listed, already connected */
+    if (ctx->eps[p] != NULL) {
+        return COLL_OK;
+    }
+    cs->pos_of[p] = i;
+    COLL_CHECK(coll_tcp_ep_create(ctx, p, &cs->eps[i]));
+    if (p > ctx->rank) {
+        if (handles == NULL || handles[p] == NULL) {
+            coll_error(TCP, "connect_all: no listen handle for rank %d", p);
+            return COLL_ERR_INVALID_ARG;
+        }
+        COLL_CHECK(tcp_handle_unpack(handles[p], p, &cs->dst[i], &cs->dstlen[i]));
+        cs->nout += ctx->nsocks;
+    } else {
+        cs->in_left += ctx->nsocks;
+    }
+    return COLL_OK;
+}
+
+static coll_result_t tcp_cs_init(tcp_cstate_t *cs, coll_tcp_ctx_t *ctx, const int *peers,
+                                 int npeers, const void *const *handles)
+{
+    int i, k, r, n;
+
+    memset(cs, 0, sizeof(*cs));
+    cs->ctx    = ctx;
+    cs->peers  = peers;
+    cs->npeers = npeers;
+    cs->start  = coll_time_s();
+    cs->eps    = coll_calloc((size_t)npeers + 1, sizeof(*cs->eps), "tcp endpoints");
+    cs->pos_of = coll_malloc((size_t)ctx->nranks * sizeof(int), "tcp rank map");
+    cs->dst    = coll_calloc((size_t)npeers + 1, sizeof(*cs->dst), "tcp peer addresses");
+    cs->dstlen = coll_calloc((size_t)npeers + 1, sizeof(*cs->dstlen), "tcp peer addresses");
+    if (cs->eps == NULL || cs->pos_of == NULL || cs->dst == NULL || cs->dstlen == NULL) {
+        return COLL_ERR_NO_MEMORY;
+    }
+    for (r = 0; r < ctx->nranks; r++) {
+        cs->pos_of[r] = -1;
+    }
+    for (i = 0; i < npeers; i++) {
+        COLL_CHECK(tcp_cs_peer(cs, i, handles));
+    }
+    if (cs->in_left > 0 && ctx->listen_fd < 0) {
+        coll_error(TCP, "connect_all: lower ranks must connect but this rank is not listening");
+        return COLL_ERR_INVALID_USAGE;
+    }
+    cs->nin   = cs->in_left > 0 ? cs->in_left + TCP_STRAY_SLACK : 0;
+    cs->out   = coll_calloc((size_t)cs->nout + 1, sizeof(*cs->out), "tcp connections");
+    cs->in    = coll_calloc((size_t)cs->nin + 1, sizeof(*cs->in), "tcp connections");
+    n         = cs->nout + cs->nin + 1;
+    cs->pfds  = coll_calloc((size_t)n, sizeof(*cs->pfds), "tcp poll set");
+    cs->pconn = coll_calloc((size_t)n, sizeof(*cs->pconn), "tcp poll set");
+    if (cs->out == NULL || cs->in == NULL || cs->pfds == NULL || cs->pconn == NULL) {
+        return COLL_ERR_NO_MEMORY;
+    }
+    for (i = 0, n = 0; i < npeers; i++) {
+        for (k = 0; cs->eps[i] != NULL && peers[i] > ctx->rank && k < ctx->nsocks; k++, n++) {
+            tcp_conn_t *c = &cs->out[n];
+            c->fd         = -1;
+            c->out        = 1;
+            c->pos        = i;
+            c->index      = k;
+            c->backoff    = TCP_RETRY_MIN_S;
+            coll_tcp_sa_str((struct sockaddr *)&cs->dst[i], c->raddr, sizeof(c->raddr));
+        }
+    }
+    for (i = 0; i < cs->nin; i++) {
+        cs->in[i].fd = -1;
+    }
+    cs->out_left = cs->nout;
+    return COLL_OK;
+}
+
+/* Closes sockets still in setup; destroys the endpoints the call did not hand out. */
+static void tcp_cs_fini(tcp_cstate_t *cs)
+{
+    int i;
+
+    for (i = 0; cs->out != NULL && i < cs->nout; i++) {
+        if (cs->out[i].fd >= 0) {
+            close(cs->out[i].fd);
+        }
+    }
+    for (i = 0; cs->in != NULL && i < cs->nin; i++) {
+        if (cs->in[i].fd >= 0) {
+            close(cs->in[i].fd);
+        }
+    }
+    for (i = 0; cs->eps != NULL && i < cs->npeers; i++) {
+        if (cs->eps[i] != NULL) {
+            coll_tcp_ep_destroy(cs->eps[i], COLL_ERR_ABORTED);
+        }
+    }
+    coll_free(cs->eps);
+    coll_free(cs->pos_of);
+    coll_free(cs->dst);
+    coll_free(cs->dstlen);
+    coll_free(cs->out);
+    coll_free(cs->in);
+    coll_free(cs->pfds);
+    coll_free(cs->pconn);
+}
+
+static void tcp_cs_add(tcp_cstate_t *cs, int *n, int fd, short events, tcp_conn_t *c)
+{
+    cs->pfds[*n].fd      = fd;
+    cs->pfds[*n].events  = events;
+    cs->pfds[*n].revents = 0;
+    cs->pconn[*n]        = c;
+    (*n)++;
+}
+
+/* Starts due connection attempts and fills the poll set; *wake_at gets the next retry time. */
+static int tcp_cs_pollset(tcp_cstate_t *cs, double now, double *wake_at)
+{
+    tcp_conn_t *c;
+    int         i, n = 0;
+
+    if (cs->in_left > 0) {
+        tcp_cs_add(cs, &n, cs->ctx->listen_fd, POLLIN, NULL);
+    }
+    for (i = 0; i < cs->nout && cs->fatal == COLL_OK; i++) {
+        c = &cs->out[i];
+        if (c->state == TCP_OUT_IDLE && c->retry_at <= now) {
+            tcp_out_start(cs, c, now);
+        }
+        if (c->state == TCP_OUT_IDLE) {
+            *wake_at = COLL_MIN(*wake_at, c->retry_at);
+        } else if (c->state == TCP_OUT_CONNECTING || c->state == TCP_OUT_HELLO) {
+            tcp_cs_add(cs, &n, c->fd, POLLOUT, c);
+        } else if (c->state == TCP_OUT_ACK) {
+            tcp_cs_add(cs, &n, c->fd, POLLIN, c);
+        }
+    }
+    for (i = 0; i < cs->nin; i++) {
+        c = &cs->in[i];
+        if (c->state != TCP_IN_FREE) {
+            tcp_cs_add(cs, &n, c->fd, c->state == TCP_IN_HELLO ? POLLIN : POLLOUT, c);
+        }
+    }
+    return n;
+}
+
+static void tcp_cs_timeout(tcp_cstate_t *cs)
+{
+    char   msg[512] = "";
+    size_t off      = 0;
+    int    i, k, missing, err;
+
+    for (i = 0; i < cs->npeers && off < sizeof(msg); i++) {
+        if (cs->eps[i] == NULL) {
+            continue;
+        }
+        for (k = 0, missing = 0, err = 0; k < cs->ctx->nsocks; k++) {
+            missing += cs->eps[i]->socks[k].fd < 0;
+        }
+        for (k = 0; k < cs->nout; k++) {
+            if (cs->out[k].pos == i && cs->out[k].last_errno != 0) {
+                err = cs->out[k].last_errno;
+            }
+        }
+        if (missing > 0) {
+            off +=
+                (size_t)snprintf(msg + off, sizeof(msg) - off, "%s%d (%d of %d sockets%s%s)",
+                                 off > 0 ? ", " : "", cs->peers[i], missing, cs->ctx->nsocks,
+                                 err != 0 ? ", last error: " : "", err != 0 ? strerror(err) : "");
+        }
+    }
+    coll_error(TCP, "connection setup timed out after %.1f s: rank %d is still missing rank(s) %s",
+               coll_time_s() - cs->start, cs->ctx->rank, msg);
+}
+
+static coll_result_t tcp_cs_run(tcp_cstate_t *cs, double deadline)
+{
+    double      now, wake_at;
+    tcp_conn_t *c;
+    int         i, n, ms;
+
+    while (cs->out_left > 0 || cs->in_left > 0) {
+        now = coll_time_s();
+        if (now >= deadline) {
+            tcp_cs_timeout(cs);
+            return COLL_ERR_TIMEOUT;
+        }
+        wake_at = deadline;
+        n       = tcp_cs_pollset(cs, now, &wake_at);
+        if (cs->fatal != COLL_OK) {
+            return cs->fatal;
+        }
+        ms = (int)ceil((wake_at - now) * 1000.0);
+        ms = COLL_MAX(0, COLL_MIN(ms, TCP_POLL_MAX_MS));
+        if (poll(cs->pfds, (nfds_t)n, ms) < 0 && errno != EINTR) {
+            coll_error(TCP, "poll() failed: %s", strerror(errno));
+            return COLL_ERR_SYSTEM;
+        }
+        now = coll_time_s();
+        for (i = 0; i < n && cs->fatal == COLL_OK; i++) {
+            c = cs->pconn[i];
+            if (cs->pfds[i].revents == 0) {
+                continue;
+            }
+            if (c == NULL) {
+                tcp_in_accept(cs, now);
+            } else if (c->fd != cs->pfds[i].fd) {
+                continue; /* closed (evicted or retried) earlier in this round */
+            } else if (c->out) {
+                tcp_out_event(cs, c, cs->pfds[i].revents, now);
+            } else {
+                tcp_in_event(cs, c);
+            }
+        }
+        if (cs->fatal != COLL_OK) {
+            return cs->fatal;
+        }
+    }
+    return COLL_OK;
+}
+
+coll_result_t coll_tcp_connect_all(coll_tcp_ctx_t *ctx, const int *peers, int npeers,
+                                   const void *const *handles, double deadline,
+                                   coll_tp_ep_t **eps_p)
+{
+    tcp_cstate_t   cs;
+    coll_tcp_ep_t *ep;
+    coll_result_t  status;
+    int            i;
+
+    COLL_CHECK_GOTO(tcp_cs_init(&cs, ctx, peers, npeers, handles), status, out);
+    COLL_CHECK_GOTO(tcp_cs_run(&cs, deadline), status, out);
+    for (i = 0; i < npeers; i++) {
+        if (cs.eps[i] != NULL) {
+            COLL_CHECK_GOTO(coll_tcp_ctx_add_ep(ctx, cs.eps[i]), status, out);
+            coll_debug(TCP, "connected to rank %d (%s) with %d socket(s)", peers[i],
+                       cs.eps[i]->addr_str, ctx->nsocks);
+            cs.eps[i] = NULL; /* owned by the context now */
+        }
+        ep       = ctx->eps[peers[i]];
+        eps_p[i] = &ep->super;
+    }
+    coll_info(TCP, "connected to %d peer(s) in %.3f s", npeers, coll_time_s() - cs.start);
+out:
+    tcp_cs_fini(&cs);
+    return status;
+}

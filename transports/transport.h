@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The transport interface: one const table of function pointers per transport (shm, tcp, and
+ * later ib, ucx, p2p). A transport moves tagged byte messages between two ranks of one
+ * communicator; it never knows which collective it serves. Receives can reduce on arrival
+ * (dst = op(operand, incoming)) so algorithms need no staging copy.
+ *
+ * Ownership: the caller owns every coll_tp_op_t until its done() callback ran, so the data
+ * path never allocates. done() may run inside isend/irecv/progress and must only record the
+ * completion (no re-entry into the transport).
+ */
+#ifndef COLL_TRANSPORT_H
+#define COLL_TRANSPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "coll.h"
+
+#define COLL_TRANSPORT_ABI  1    /* bump on any incompatible change of this header */
+#define COLL_TP_HANDLE_MAX  256  /* bytes of a listen handle exchanged through bootstrap */
+#define COLL_TP_HOSTNAME_MAX 64
+
+typedef struct coll_tp_ctx coll_tp_ctx_t; /* per (communicator, transport), defined by each */
+
+/* What every rank publishes about itself at communicator creation. */
+typedef struct coll_peer_info {
+    int      rank;
+    int      pid;
+    uint64_t host_hash;                       /* equal on one host (or same COLL_HOSTID) */
+    char     hostname[COLL_TP_HOSTNAME_MAX];  /* for messages only */
+} coll_peer_info_t;
+
+typedef struct coll_tp_init_args {
+    int                     rank;     /* this process' rank in the communicator */
+    int                     nranks;
+    uint64_t                comm_id;  /* unique per communicator: names shm segments */
+    uint64_t                job_tag;  /* carried by every wire header, checked on receipt */
+    const coll_peer_info_t *peers;    /* nranks entries, peers[rank] is self */
+    double                  timeout_s; /* communicator's deadline for waits */
+} coll_tp_init_args_t;
+
+typedef void (*coll_tp_done_fn_t)(void *arg, coll_result_t status);
+
+/* One message to send or receive. Fields above the line are set by the caller. */
+typedef struct coll_tp_op {
+    void             *buf;      /* send: source; recv: destination */
+    size_t            len;      /* bytes; a receive must be posted with the sender's length */
+    uint64_t          tag;      /* matches a send to a receive on the same pair of ranks */
+    const void       *operand;  /* recv only: NULL = copy; else buf = op(operand, incoming) */
+    coll_dtype_t      dtype;    /* recv with operand: element type (len is a multiple) */
+    coll_redop_t      op;       /* recv with operand: SUM, PROD, MIN or MAX (never AVG) */
+    coll_tp_done_fn_t done;     /* completion callback */
+    void             *arg;      /* its argument */
+    /* ---- owned by the transport / matching layer while in flight ---- */
+    size_t             bytes;   /* bytes sent, or delivered into buf */
+    struct coll_tp_op *next;
+    void              *tp_priv; /* transport's own per-op pointer */
+} coll_tp_op_t;
+
+/* Base of every endpoint; transports embed it first in their own endpoint struct. */
+typedef struct coll_tp_ep {
+    const struct coll_transport_ops *ops;
+    int                              peer; /* communicator rank of the remote side */
+} coll_tp_ep_t;
+
+enum {
+    COLL_TP_CAP_HOST_MEM = 1u << 0,
+    COLL_TP_CAP_CUDA_MEM = 1u << 1,
+    COLL_TP_CAP_RDMA     = 1u << 2,
+};
+
+typedef struct coll_transport_ops {
+    uint32_t    abi;   /* COLL_TRANSPORT_ABI, checked at registration */
+    const char *name;  /* "tcp": also its COLL_TCP_* parameter prefix */
+    const char *desc;  /* one line for collinfo */
+    uint32_t    caps;  /* COLL_TP_CAP_* */
+
+    /* Can this machine run the transport at all? why_p gets a static reason if not. */
+    int (*usable)(const char **why_p);
+    coll_result_t (*init)(const coll_tp_init_args_t *args, coll_tp_ctx_t **ctx_p);
+    void (*finalize)(coll_tp_ctx_t *ctx);
+    /* Pure: can self reach peer, and how well (higher = preferred, < 0 = not reachable)? */
+    int (*reachable)(const coll_peer_info_t *self, const coll_peer_info_t *peer);
+    /* Open the listening side; write at most COLL_TP_HANDLE_MAX bytes of handle. */
+    coll_result_t (*listen)(coll_tp_ctx_t *ctx, void *handle, size_t *handle_len_p);
+    /* Connect to every rank in peers[0..npeers) given all ranks' handles (indexed by rank);
+     * eps_p[i] receives the endpoint of peers[i]. May block until deadline (coll_time_s()). */
+    coll_result_t (*connect_all)(coll_tp_ctx_t *ctx, const int *peers, int npeers,
+                                 const void *const *handles, double deadline,
+                                 coll_tp_ep_t **eps_p);
+    /* Optional: every peer is connected (after a bootstrap barrier): e.g. unlink names. */
+    void (*established)(coll_tp_ctx_t *ctx);
+    /* Data path, non-blocking. Errors here are immediate (bad length...); peer failures are
+     * reported through done(). */
+    coll_result_t (*isend)(coll_tp_ep_t *ep, coll_tp_op_t *op);
+    coll_result_t (*irecv)(coll_tp_ep_t *ep, coll_tp_op_t *op);
+    /* Move bytes on every endpoint; returns > 0 if anything happened, 0 if idle, < 0 error. */
+    int (*progress)(coll_tp_ctx_t *ctx);
+    /* Sleep until progress may have work or timeout_s passes, or wake() is called. */
+    void (*block)(coll_tp_ctx_t *ctx, double timeout_s);
+    /* Make a block() in another thread return (abort). Async-signal-safe where possible. */
+    void (*wake)(coll_tp_ctx_t *ctx);
+    void (*ep_close)(coll_tp_ep_t *ep);
+} coll_transport_ops_t;
+
+/* transports/registry.c */
+int                          coll_tp_registry_count(void);
+const coll_transport_ops_t  *coll_tp_registry_get(int i);
+const coll_transport_ops_t  *coll_tp_registry_find(const char *name);
+
+#endif
