@@ -194,7 +194,9 @@ static coll_result_t match_buffer(coll_tp_match_t *m, uint64_t tag, size_t total
                    m->tpname, off, n, m->peer, total);
         return COLL_ERR_TRANSPORT;
     }
-    memcpy(u->data + off, data, n);
+    if (n > 0) {
+        memcpy(u->data + off, data, n);
+    }
     u->bytes += n;
     if (u->bytes >= u->total && u->waiting != NULL) {
         coll_tp_op_t *op = u->waiting;

@@ -348,8 +348,11 @@ static void *root_main(void *arg)
         if (poll(pfd, (nfds_t)n + 2, 200) < 0 && errno != EINTR) {
             break;
         }
-        if (pfd[1].revents != 0) {
-            break; /* asked to stop */
+        if (pfd[1].revents != 0) { /* asked to stop before everyone finished */
+            const char msg[] = "the bootstrap root's process left before every rank finished "
+                               "(it destroyed the communicator or gave up waiting)";
+            root_broadcast(r, COLL_BOOT_ERROR, -1, 0, msg, sizeof(msg), -1);
+            break;
         }
         for (int i = n - 1; i >= 0; i--) {
             if (pfd[i + 2].revents != 0 && root_read(r, r->conns[i]) < 0) {

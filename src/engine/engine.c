@@ -12,6 +12,7 @@
 
 #include <inttypes.h>
 #include <string.h>
+#include <time.h>
 
 #define ENGINE_TAG_P2P (1ull << 63)
 
@@ -140,6 +141,32 @@ static void engine_free(coll_task_t *req)
     coll_free(req);
 }
 
+/*
+ * A step failed. When a peer's connection broke, the root cause is often another rank's death
+ * (a cascade: a survivor that gave up closes its connections too). The bootstrap root sees
+ * every death first-hand, so listen to it for a moment and prefer its account.
+ */
+static void engine_report_failure(coll_comm_t *comm, coll_task_t *req)
+{
+    char   msg[256];
+    double until = coll_time_s() + 1.0;
+    if (req->status == COLL_ERR_REMOTE || req->status == COLL_ERR_TRANSPORT) {
+        while (comm->bs != NULL && coll_time_s() < until) {
+            coll_result_t st = coll_bootstrap_poll(comm->bs, msg, sizeof(msg));
+            if (st != COLL_OK) {
+                coll_comm_fail(comm, st, "rank %d: %s", comm->rank, msg);
+                return;
+            }
+            struct timespec ts = {0, 5000000};
+            nanosleep(&ts, NULL);
+        }
+    }
+    const char *why = req->status == COLL_ERR_REMOTE ? "connection lost (process died?)"
+                                                     : coll_strerror(req->status);
+    coll_comm_fail(comm, req->status, "rank %d: %s #%u failed talking to rank %d: %s",
+                   comm->rank, coll_op_name(req->args.coll), req->seq, req->fail_peer, why);
+}
+
 coll_result_t coll_engine_start(coll_comm_t *comm, const coll_args_t *args, const void *sendbuf,
                                 void *recvbuf, coll_task_t **req_p)
 {
@@ -171,6 +198,7 @@ coll_result_t coll_engine_start(coll_comm_t *comm, const coll_args_t *args, cons
         req->seq      = comm->coll_seq++;
         req->tag_base = (uint64_t)(req->seq & 0x7fffffffu) << 32;
     }
+    req->fail_peer = -1;
     COLL_CHECK_GOTO(coll_task_init(req), st, err);
     req->next = comm->active;
     if (comm->active != NULL) {
@@ -180,8 +208,7 @@ coll_result_t coll_engine_start(coll_comm_t *comm, const coll_args_t *args, cons
     comm->last_progress = coll_time_s();
     coll_task_progress(req);
     if (req->status < 0) {
-        coll_comm_fail(comm, req->status, "%s #%u failed to start on rank %d",
-                       coll_op_name(args->coll), req->seq, comm->rank);
+        engine_report_failure(comm, req);
     }
     *req_p = req;
     return COLL_OK;
@@ -208,10 +235,7 @@ coll_result_t coll_engine_progress(coll_comm_t *comm)
             moved = 1;
         }
         if (req->status < 0 && comm->error == COLL_OK) {
-            int peer = coll_engine_waiting_peer(req);
-            coll_comm_fail(comm, req->status, "%s #%u failed on rank %d (peer rank %d): %s",
-                           coll_op_name(req->args.coll), req->seq, comm->rank, peer,
-                           coll_strerror(req->status));
+            engine_report_failure(comm, req);
         }
     }
     if (moved) {

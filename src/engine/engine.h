@@ -45,6 +45,7 @@ typedef struct coll_request {
     uint8_t            *started;
     coll_task_op_t     *ops;
     coll_result_t       status;    /* OK while running; error once failed */
+    int                 fail_peer; /* peer of the first failed step, -1 if none */
     int                 finished;
     struct coll_request *next;
     struct coll_request *prev;

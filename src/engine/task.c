@@ -17,10 +17,9 @@ static void task_op_done(void *arg, coll_result_t status)
 {
     coll_task_op_t *to  = arg;
     coll_task_t    *req = to->req;
-    if (status < 0) {
-        if (req->status == COLL_OK) {
-            req->status = status;
-        }
+    if (status < 0 && req->status == COLL_OK) {
+        req->status    = status;
+        req->fail_peer = req->entry->sched.steps[to->step].peer;
     }
     req->doneq[req->ndone++] = to->step;
 }
@@ -133,7 +132,8 @@ void coll_task_progress(coll_task_t *req)
             uint32_t      i  = req->ready[--req->nready];
             coll_result_t st = task_step_start(req, i);
             if (st < 0 && req->status == COLL_OK) {
-                req->status = st;
+                req->status    = st;
+                req->fail_peer = req->entry->sched.steps[i].peer;
             }
         }
     }

@@ -3,7 +3,8 @@
  * TCP transport test: forks 2..4 ranks that exchange listen handles through files in a mkdtemp()
  * directory (no bootstrap), connect, and move messages of many shapes (empty, odd, multi-frame,
  * unexpected, reduced on arrival, out of tag order) with 1, 2 and 4 sockets per peer. Also:
- * stray clients during setup, mismatched COLL_TCP_NSOCKS, a peer killed mid-transfer, block/wake.
+ * stray clients during setup, a corrupt frame, mismatched COLL_TCP_NSOCKS, setup timeouts, a
+ * peer killed mid-frame, block/wake, interface choice. Expected log lines are checked in a file.
  */
 #include "tcp/tcp.h"
 #include <arpa/inet.h>
@@ -169,16 +170,20 @@ static void read_handle(const char *dir, int rank, void *h)
     fclose(f);
 }
 
+/* A plain blocking client socket connected to the listener of an (IPv4) tcp handle. */
 static int connect_to(const void *handle)
 {
-    coll_tcp_handle_t  h;
+    const uint8_t     *h = handle;
     struct sockaddr_in sa;
-    memcpy(&h, handle, sizeof(h));
+    int                fd;
+
+    ASSERT_EQ(coll_tcp_get32(h), COLL_TCP_HANDLE_MAGIC);
+    ASSERT_EQ(coll_tcp_get16(h + 4), AF_INET);
     memset(&sa, 0, sizeof(sa));
     sa.sin_family = AF_INET;
-    sa.sin_port   = htons(h.port);
-    memcpy(&sa.sin_addr, h.addr, 4);
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sa.sin_port   = htons(coll_tcp_get16(h + 6));
+    memcpy(&sa.sin_addr, h + 12, 4);
+    fd = socket(AF_INET, SOCK_STREAM, 0);
     ASSERT_TRUE(fd >= 0);
     ASSERT_EQ(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
     return fd;
@@ -507,27 +512,37 @@ static int rank_main_data(const char *dir, int rank, int nranks)
     return 0;
 }
 
-/* Rank 0 dies (SIGKILL) in the middle of a large send; rank 1 must see COLL_ERR_REMOTE on the
- * pending receive and on its pending send, then immediately on new operations. */
+/* Rank 0 dies (SIGKILL) in the middle of a frame: it writes a header announcing a 1 MiB
+ * message and 1000 bytes of payload, then kills itself. Rank 1 must see COLL_ERR_REMOTE on the
+ * pending receive and on a send too large to fit in the socket buffers, then immediately on
+ * new operations. */
 static int rank_main_kill(const char *dir, int rank, int nranks)
 {
-    size_t  len = 64u << 20;
-    char   *buf = malloc(len);
+    size_t  rlen = 1u << 20, slen = 128u << 20; /* more than the kernel buffers of 2 sockets */
+    char   *buf = calloc(1, slen);
+    uint8_t frame[COLL_TCP_FRAME_HDR + 1000];
     top_t   r, s, x;
     trank_t t;
 
-    memset(buf, 1, len);
+    ASSERT_TRUE(buf != NULL);
     ASSERT_OK(rank_setup(&t, dir, rank, nranks, 0));
-    top_init(&r, buf, len, 900);
+    top_init(&r, buf, rlen, 900);
     if (rank == 1) {
         ASSERT_OK(ops->irecv(t.eps[0], &r.op));
     }
     barrier(&t, 5);
     if (rank == 0) {
-        ASSERT_OK(ops->isend(t.eps[1], &r.op)); /* writes what fits, then returns */
+        memset(frame, 7, sizeof(frame));
+        coll_tcp_put32(frame + 0, COLL_TCP_FRAME_MAGIC);
+        coll_tcp_put32(frame + 4, (uint32_t)t.frag);
+        coll_tcp_put64(frame + 8, 900);
+        coll_tcp_put64(frame + 16, rlen);
+        coll_tcp_put64(frame + 24, 0);
+        ASSERT_EQ(write(((coll_tcp_ep_t *)t.eps[1])->socks[0].fd, frame, sizeof(frame)),
+                  (ssize_t)sizeof(frame));
         raise(SIGKILL);
     }
-    top_init(&s, buf, len, 901); /* rank 0 reads no more: this send stays queued */
+    top_init(&s, buf, slen, 901); /* rank 0 never reads it */
     ASSERT_OK(ops->isend(t.eps[0], &s.op));
     double t0 = coll_time_s();
     wait_all(&t, &r, 1);

@@ -219,10 +219,11 @@ static void tcp_pollset_refresh(coll_tcp_ctx_t *ctx)
 }
 
 /*
- * One poll(..., 0) over every socket, then work only on the ready ones. With 1..8 peers and
- * 1..4 sockets each this is one system call per progress call, whereas trying recv() on each
- * socket would cost one failing call per idle socket. Sends are written from isend() already;
- * progress only resumes those that hit a full socket buffer.
+ * One poll(..., 0) over every socket, then work only on the ready ones. That is one system call
+ * per progress call whatever the peer count; trying recv() on every socket instead costs one
+ * failing call per idle socket (measured on a 2-core VM: 2 sockets 3.4 vs 5.9 us, 16 sockets
+ * 3.8 vs 40 us). Sends are written from isend() already; progress resumes only those that
+ * filled a socket buffer.
  */
 static int tcp_progress(coll_tp_ctx_t *tctx)
 {

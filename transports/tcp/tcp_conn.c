@@ -379,8 +379,13 @@ static void tcp_in_accept(tcp_cstate_t *cs, double now)
             if (errno == EINTR || errno == ECONNABORTED) {
                 continue;
             }
-            if (errno != EAGAIN && errno != EWOULDBLOCK) {
-                coll_warn(TCP, "accept on %s failed: %s", cs->ctx->addr_str, strerror(errno));
+            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+                /* the connection stays queued and poll() would report it forever */
+                coll_error(TCP, "accept on %s failed: %s (raise the open-file limit?)",
+                           cs->ctx->addr_str, strerror(errno));
+                cs->fatal = COLL_ERR_SYSTEM;
+            } else if (errno != EAGAIN && errno != EWOULDBLOCK) {
+                coll_debug(TCP, "accept on %s: %s", cs->ctx->addr_str, strerror(errno));
             }
             return;
         }

@@ -437,7 +437,7 @@ static int tcp_sock_hdr_done(coll_tcp_sock_t *s)
     s->rx_got = 0;
     s->rx_zc  = NULL;
     if (s->rx_len == 0) {
-        tcp_sock_frame_received(s, NULL); /* a zero-length message is its header only */
+        tcp_sock_frame_received(s, s->rx_bounce); /* an empty message is its header only */
         return 1;
     }
     s->rx_state = COLL_TCP_RX_PAYLOAD;
