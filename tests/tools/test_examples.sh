@@ -13,17 +13,18 @@ pc=$(find "$tmp" -name coll.pc | head -n 1)
 [ -n "$pc" ] || { echo "FAIL: coll.pc not installed"; exit 1; }
 export PKG_CONFIG_PATH=$(dirname "$pc") PKG_CONFIG_SYSROOT_DIR=$tmp
 libdir=$(pkg-config --variable=libdir coll)
+case $libdir in "$tmp"/*) ;; *) libdir=$tmp$libdir ;; esac  # pkgconf applies the sysroot
 bindir=$(dirname "$libdir")/bin
 mkdir "$tmp/ex"
 cp "$srcdir"/examples/*.c "$srcdir"/examples/Makefile "$tmp/ex/"
 make -s -C "$tmp/ex" >"$tmp/build.log" 2>&1 || { cat "$tmp/build.log"; echo "FAIL: build"; exit 1; }
-export LD_LIBRARY_PATH=$tmp$libdir
+export LD_LIBRARY_PATH=$libdir
 pass=0
 fail=0
 for ex in ex_allreduce:4 ex_ring:4 ex_unique_id:3; do
     prog=${ex%%:*}
     n=${ex##*:}
-    if "$tmp$bindir/collrun" --timeout 60 -n "$n" "$tmp/ex/$prog" >"$tmp/$prog.out" 2>&1; then
+    if "$bindir/collrun" --timeout 60 -n "$n" "$tmp/ex/$prog" >"$tmp/$prog.out" 2>&1; then
         pass=$((pass + 1)); echo "PASS: $prog on $n ranks"
     else
         fail=$((fail + 1)); echo "FAIL: $prog on $n ranks"; cat "$tmp/$prog.out"
