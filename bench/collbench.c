@@ -99,10 +99,20 @@ static int cb_parse_size(const char *s, size_t *v_p)
     }
     if (n == 2) {
         switch (unit[0]) {
-        case 'K': case 'k': mult = 1024.0; break;
-        case 'M': case 'm': mult = 1024.0 * 1024.0; break;
-        case 'G': case 'g': mult = 1024.0 * 1024.0 * 1024.0; break;
-        default: return -1;
+        case 'K':
+        case 'k':
+            mult = 1024.0;
+            break;
+        case 'M':
+        case 'm':
+            mult = 1024.0 * 1024.0;
+            break;
+        case 'G':
+        case 'g':
+            mult = 1024.0 * 1024.0 * 1024.0;
+            break;
+        default:
+            return -1;
         }
     }
     *v_p = (size_t)(v * mult);
@@ -123,19 +133,29 @@ static int cb_parse_int(const char *s, long lo, long hi, int *v_p)
     return 0;
 }
 
-static const struct option cb_longopts[] = {
-    {"coll", required_argument, NULL, 'C'},        {"minbytes", required_argument, NULL, 'b'},
-    {"maxbytes", required_argument, NULL, 'e'},    {"stepbytes", required_argument, NULL, 'i'},
-    {"stepfactor", required_argument, NULL, 'f'},  {"iters", required_argument, NULL, 'n'},
-    {"warmup_iters", required_argument, NULL, 'w'}, {"run_cycles", required_argument, NULL, 'N'},
-    {"check", required_argument, NULL, 'c'},       {"op", required_argument, NULL, 'o'},
-    {"datatype", required_argument, NULL, 'd'},    {"root", required_argument, NULL, 'r'},
-    {"average", required_argument, NULL, 'a'},     {"blocking", required_argument, NULL, 'z'},
-    {"timeout", required_argument, NULL, 'T'},     {"algo", required_argument, NULL, 'A'},
-    {"csv", required_argument, NULL, 'S'},         {"json", required_argument, NULL, 'J'},
-    {"output_file", required_argument, NULL, 'J'}, {"nthreads", required_argument, NULL, 't'},
-    {"ngpus", required_argument, NULL, 'g'},       {"help", no_argument, NULL, 'h'},
-    {NULL, 0, NULL, 0}};
+static const struct option cb_longopts[] = {{"coll", required_argument, NULL, 'C'},
+                                            {"minbytes", required_argument, NULL, 'b'},
+                                            {"maxbytes", required_argument, NULL, 'e'},
+                                            {"stepbytes", required_argument, NULL, 'i'},
+                                            {"stepfactor", required_argument, NULL, 'f'},
+                                            {"iters", required_argument, NULL, 'n'},
+                                            {"warmup_iters", required_argument, NULL, 'w'},
+                                            {"run_cycles", required_argument, NULL, 'N'},
+                                            {"check", required_argument, NULL, 'c'},
+                                            {"op", required_argument, NULL, 'o'},
+                                            {"datatype", required_argument, NULL, 'd'},
+                                            {"root", required_argument, NULL, 'r'},
+                                            {"average", required_argument, NULL, 'a'},
+                                            {"blocking", required_argument, NULL, 'z'},
+                                            {"timeout", required_argument, NULL, 'T'},
+                                            {"algo", required_argument, NULL, 'A'},
+                                            {"csv", required_argument, NULL, 'S'},
+                                            {"json", required_argument, NULL, 'J'},
+                                            {"output_file", required_argument, NULL, 'J'},
+                                            {"nthreads", required_argument, NULL, 't'},
+                                            {"ngpus", required_argument, NULL, 'g'},
+                                            {"help", no_argument, NULL, 'h'},
+                                            {NULL, 0, NULL, 0}};
 
 /* One option; returns 0, or -1 after printing why the value is wrong. */
 static int cb_parse_opt(cb_opts_t *o, int c, const char *arg)
@@ -149,21 +169,53 @@ static int cb_parse_opt(cb_opts_t *o, int c, const char *arg)
             bad = (o->coll = cb_coll_find(arg)) == NULL;
         }
         break;
-    case 'b': bad = cb_parse_size(arg, &o->minbytes); break;
-    case 'e': bad = cb_parse_size(arg, &o->maxbytes); break;
-    case 'i': bad = cb_parse_size(arg, &o->stepbytes); break;
-    case 'f': bad = cb_parse_int(arg, 0, 1 << 20, &v); o->stepfactor = v; break;
-    case 'n': bad = cb_parse_int(arg, 1, 1 << 30, &o->iters); break;
-    case 'w': bad = cb_parse_int(arg, 0, 1 << 30, &o->warmup); break;
-    case 'N': bad = cb_parse_int(arg, 0, 1 << 30, &o->cycles); break;
-    case 'c': bad = cb_parse_int(arg, 0, 1 << 20, &o->check); break;
-    case 'a': bad = cb_parse_int(arg, 0, 3, &o->average); break;
-    case 'z': bad = cb_parse_int(arg, 0, 3, &o->blocking); break;
-    case 'T': bad = cb_parse_int(arg, 0, 1 << 30, &o->timeout); break;
-    case 't': case 'g': bad = cb_parse_int(arg, 1, 1, &v); break;
-    case 'A': o->algo = arg; break;
-    case 'S': o->csv = arg; break;
-    case 'J': o->json = arg; break;
+    case 'b':
+        bad = cb_parse_size(arg, &o->minbytes);
+        break;
+    case 'e':
+        bad = cb_parse_size(arg, &o->maxbytes);
+        break;
+    case 'i':
+        bad = cb_parse_size(arg, &o->stepbytes);
+        break;
+    case 'f':
+        bad           = cb_parse_int(arg, 0, 1 << 20, &v);
+        o->stepfactor = v;
+        break;
+    case 'n':
+        bad = cb_parse_int(arg, 1, 1 << 30, &o->iters);
+        break;
+    case 'w':
+        bad = cb_parse_int(arg, 0, 1 << 30, &o->warmup);
+        break;
+    case 'N':
+        bad = cb_parse_int(arg, 0, 1 << 30, &o->cycles);
+        break;
+    case 'c':
+        bad = cb_parse_int(arg, 0, 1 << 20, &o->check);
+        break;
+    case 'a':
+        bad = cb_parse_int(arg, 0, 3, &o->average);
+        break;
+    case 'z':
+        bad = cb_parse_int(arg, 0, 3, &o->blocking);
+        break;
+    case 'T':
+        bad = cb_parse_int(arg, 0, 1 << 30, &o->timeout);
+        break;
+    case 't':
+    case 'g':
+        bad = cb_parse_int(arg, 1, 1, &v);
+        break;
+    case 'A':
+        o->algo = arg;
+        break;
+    case 'S':
+        o->csv = arg;
+        break;
+    case 'J':
+        o->json = arg;
+        break;
     case 'o':
         o->op = strcmp(arg, "all") == 0 ? -1 : cb_op_parse(arg);
         bad   = o->op == -1 && strcmp(arg, "all") != 0;
@@ -176,7 +228,8 @@ static int cb_parse_opt(cb_opts_t *o, int c, const char *arg)
         o->root = strcmp(arg, "all") == 0 ? -1 : 0;
         bad     = o->root == 0 && cb_parse_int(arg, -1, 1 << 30, &o->root) != 0;
         break;
-    default: return -1;
+    default:
+        return -1;
     }
     if (bad) {
         fprintf(stderr, "collbench: invalid value '%s' for -%c%s\n", arg, c,
@@ -215,11 +268,12 @@ static int cb_parse_args(int argc, char **argv, cb_opts_t *o)
     if (o->coll == NULL) {
         o->coll = &cb_colls[0];
     }
-    if (optind < argc || o->minbytes > o->maxbytes || (o->stepfactor <= 1 && o->stepbytes == 0 &&
-                                                        o->minbytes < o->maxbytes)) {
-        fprintf(stderr, "collbench: %s\n", optind < argc ? "unexpected argument"
-                                           : o->minbytes > o->maxbytes ? "minbytes > maxbytes"
-                                                                       : "step of 0 bytes");
+    if (optind < argc || o->minbytes > o->maxbytes ||
+        (o->stepfactor <= 1 && o->stepbytes == 0 && o->minbytes < o->maxbytes)) {
+        fprintf(stderr, "collbench: %s\n",
+                optind < argc               ? "unexpected argument"
+                : o->minbytes > o->maxbytes ? "minbytes > maxbytes"
+                                            : "step of 0 bytes");
         return 2;
     }
     return 0;
@@ -238,8 +292,8 @@ static double cb_now(void)
 /* A failed call leaves the communicator unusable: report it, tell the other ranks, stop. */
 static void cb_fail(cb_ctx_t *x, const char *what, coll_result_t res)
 {
-    fprintf(stderr, "collbench: rank %d: %s failed: %s: %s\n", x->rank, what,
-            coll_strerror(res), coll_comm_last_error(x->comm));
+    fprintf(stderr, "collbench: rank %d: %s failed: %s: %s\n", x->rank, what, coll_strerror(res),
+            coll_comm_last_error(x->comm));
     fflush(stderr);
     coll_comm_abort(x->comm);
     exit(1);
@@ -344,8 +398,8 @@ static void cb_json_begin(cb_ctx_t *x, int argc, char **argv)
             "\"warmup_iters\": %d, \"iterations\": %d, \"validation\": %d, \"average\": %d, "
             "\"blocking\": %d, \"run_cycles\": %d},\n  \"results\": [",
             o->minbytes, o->maxbytes, o->stepfactor > 1 ? "step_factor" : "step_bytes",
-            o->stepfactor > 1 ? (size_t)o->stepfactor : o->stepbytes, o->warmup, o->iters,
-            o->check, o->average, o->blocking, o->cycles);
+            o->stepfactor > 1 ? (size_t)o->stepfactor : o->stepbytes, o->warmup, o->iters, o->check,
+            o->average, o->blocking, o->cycles);
     x->json_first = 1;
 }
 
@@ -430,7 +484,7 @@ static void cb_print_ranks(cb_ctx_t *x)
 
 static void cb_print_header(cb_ctx_t *x)
 {
-    const cb_opts_t *o = &x->o;
+    const cb_opts_t *o       = &x->o;
     int              version = 0;
 
     coll_get_version(&version);
@@ -458,13 +512,14 @@ static void cb_print_header(cb_ctx_t *x)
     cb_print_ranks(x);
     if (x->rank == 0) {
         printf("#\n# %10s  %12s  %8s  %6s  %6s           out-of-place                       "
-               "in-place          \n", "", "", "", "", "");
-        printf("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s %*s\n",
-               "size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong",
-               "time", "algbw", "busbw", "#wrong", 0, "");
-        printf("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s %*s\n",
-               "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)",
-               "(GB/s)", "", 0, "");
+               "in-place          \n",
+               "", "", "", "", "");
+        printf("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s %*s\n", "size",
+               "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time",
+               "algbw", "busbw", "#wrong", 0, "");
+        printf("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s %*s\n", "(B)",
+               "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)",
+               "", 0, "");
         fflush(stdout);
     }
 }
@@ -512,17 +567,19 @@ static void cb_report_wrong(cb_ctx_t *x, const cb_test_t *t, uint64_t wrong)
     for (i = 0; i < t->c.recv_count; i++) {
         if (x->o.coll->expect(t, i, &want) == CB_EXPECT_VALUE &&
             cb_load(t->recv, i, t->dtype) != want) {
-            fprintf(stderr, "collbench: rank %d: %s %s %s count %zu %s: %llu wrong, first at "
-                    "element %zu: %g, expected %g\n", x->rank, x->o.coll->name,
-                    cb_dtype_name(t->dtype), cb_op_name(t->op), t->c.count,
-                    t->in_place ? "in-place" : "out-of-place", (unsigned long long)wrong, i,
-                    cb_load(t->recv, i, t->dtype), want);
+            fprintf(stderr,
+                    "collbench: rank %d: %s %s %s count %zu %s: %llu wrong, first at "
+                    "element %zu: %g, expected %g\n",
+                    x->rank, x->o.coll->name, cb_dtype_name(t->dtype), cb_op_name(t->op),
+                    t->c.count, t->in_place ? "in-place" : "out-of-place",
+                    (unsigned long long)wrong, i, cb_load(t->recv, i, t->dtype), want);
             return;
         }
     }
-    fprintf(stderr, "collbench: rank %d: %s count %zu: %llu receive elements written that "
-            "must stay untouched\n", x->rank, x->o.coll->name, t->c.count,
-            (unsigned long long)wrong);
+    fprintf(stderr,
+            "collbench: rank %d: %s count %zu: %llu receive elements written that "
+            "must stay untouched\n",
+            x->rank, x->o.coll->name, t->c.count, (unsigned long long)wrong);
 }
 
 /* -c checked calls: fresh inputs, one call, compare; wrong values and out-of-bounds changes
@@ -540,9 +597,11 @@ static uint64_t cb_verify(cb_ctx_t *x, cb_test_t *t)
             cb_report_wrong(x, t, v[0]);
         }
         if (v[1] > 0) {
-            fprintf(stderr, "collbench: rank %d: %s count %zu %s: %llu values changed outside "
-                    "the receive buffer\n", x->rank, x->o.coll->name, t->c.count,
-                    t->in_place ? "in-place" : "out-of-place", (unsigned long long)v[1]);
+            fprintf(stderr,
+                    "collbench: rank %d: %s count %zu %s: %llu values changed outside "
+                    "the receive buffer\n",
+                    x->rank, x->o.coll->name, t->c.count, t->in_place ? "in-place" : "out-of-place",
+                    (unsigned long long)v[1]);
         }
         cb_sum_u64(x, v, 2);
         x->errors += v[1];
@@ -578,8 +637,8 @@ static void cb_bench_half(cb_ctx_t *x, cb_test_t *t, int in_place, cb_half_t *h)
             cb_barrier(x);
         }
     }
-    sec = (x->o.blocking == 3 ? tsum : cb_now() - t0) / x->o.iters;
-    sec = cb_combine(x, sec);
+    sec        = (x->o.blocking == 3 ? tsum : cb_now() - t0) / x->o.iters;
+    sec        = cb_combine(x, sec);
     h->time_us = sec * 1e6;
     h->algbw   = sec > 0 ? (double)t->c.bw_bytes / 1e9 / sec : 0;
     h->busbw   = h->algbw * x->o.coll->bus_factor(x->nranks);
@@ -715,7 +774,8 @@ static void cb_footer(cb_ctx_t *x)
         fclose(x->csv);
     }
     if (x->json != NULL) {
-        fprintf(x->json, "\n  ],\n  \"out_of_bounds\": {\"count\": %llu, \"okay\": %s},\n"
+        fprintf(x->json,
+                "\n  ],\n  \"out_of_bounds\": {\"count\": %llu, \"okay\": %s},\n"
                 "  \"average_bus_bandwidth\": {\"bandwidth\": %.9g}\n}\n",
                 (unsigned long long)x->errors, x->errors != 0 ? "false" : "true", avg);
         fclose(x->json);

@@ -41,9 +41,9 @@ static const struct {
     const char  *alias;
     coll_dtype_t dtype;
 } cb_dtype_aliases[] = {
-    {"char", COLL_INT8},        {"int", COLL_INT32},        {"float16", COLL_FLOAT16},
-    {"fp16", COLL_FLOAT16},     {"float32", COLL_FLOAT32},  {"fp32", COLL_FLOAT32},
-    {"float64", COLL_FLOAT64},  {"fp64", COLL_FLOAT64},     {"bf16", COLL_BFLOAT16},
+    {"char", COLL_INT8},       {"int", COLL_INT32},       {"float16", COLL_FLOAT16},
+    {"fp16", COLL_FLOAT16},    {"float32", COLL_FLOAT32}, {"fp32", COLL_FLOAT32},
+    {"float64", COLL_FLOAT64}, {"fp64", COLL_FLOAT64},    {"bf16", COLL_BFLOAT16},
     {"bfloat", COLL_BFLOAT16},
 };
 
@@ -175,34 +175,66 @@ static float cb_bf16_to_f32(uint16_t b)
 void cb_store(void *buf, size_t i, coll_dtype_t dtype, double v)
 {
     switch (dtype) {
-    case COLL_INT8: ((int8_t *)buf)[i] = (int8_t)v; break;
-    case COLL_UINT8: ((uint8_t *)buf)[i] = (uint8_t)v; break;
-    case COLL_INT32: ((int32_t *)buf)[i] = (int32_t)v; break;
-    case COLL_UINT32: ((uint32_t *)buf)[i] = (uint32_t)v; break;
-    case COLL_INT64: ((int64_t *)buf)[i] = (int64_t)v; break;
-    case COLL_UINT64: ((uint64_t *)buf)[i] = (uint64_t)v; break;
-    case COLL_FLOAT16: ((uint16_t *)buf)[i] = cb_f32_to_f16((float)v); break;
-    case COLL_FLOAT32: ((float *)buf)[i] = (float)v; break;
-    case COLL_FLOAT64: ((double *)buf)[i] = v; break;
-    case COLL_BFLOAT16: ((uint16_t *)buf)[i] = cb_f32_to_bf16((float)v); break;
-    default: break;
+    case COLL_INT8:
+        ((int8_t *)buf)[i] = (int8_t)v;
+        break;
+    case COLL_UINT8:
+        ((uint8_t *)buf)[i] = (uint8_t)v;
+        break;
+    case COLL_INT32:
+        ((int32_t *)buf)[i] = (int32_t)v;
+        break;
+    case COLL_UINT32:
+        ((uint32_t *)buf)[i] = (uint32_t)v;
+        break;
+    case COLL_INT64:
+        ((int64_t *)buf)[i] = (int64_t)v;
+        break;
+    case COLL_UINT64:
+        ((uint64_t *)buf)[i] = (uint64_t)v;
+        break;
+    case COLL_FLOAT16:
+        ((uint16_t *)buf)[i] = cb_f32_to_f16((float)v);
+        break;
+    case COLL_FLOAT32:
+        ((float *)buf)[i] = (float)v;
+        break;
+    case COLL_FLOAT64:
+        ((double *)buf)[i] = v;
+        break;
+    case COLL_BFLOAT16:
+        ((uint16_t *)buf)[i] = cb_f32_to_bf16((float)v);
+        break;
+    default:
+        break;
     }
 }
 
 double cb_load(const void *buf, size_t i, coll_dtype_t dtype)
 {
     switch (dtype) {
-    case COLL_INT8: return ((const int8_t *)buf)[i];
-    case COLL_UINT8: return ((const uint8_t *)buf)[i];
-    case COLL_INT32: return ((const int32_t *)buf)[i];
-    case COLL_UINT32: return ((const uint32_t *)buf)[i];
-    case COLL_INT64: return (double)((const int64_t *)buf)[i];
-    case COLL_UINT64: return (double)((const uint64_t *)buf)[i];
-    case COLL_FLOAT16: return cb_f16_to_f32(((const uint16_t *)buf)[i]);
-    case COLL_FLOAT32: return ((const float *)buf)[i];
-    case COLL_FLOAT64: return ((const double *)buf)[i];
-    case COLL_BFLOAT16: return cb_bf16_to_f32(((const uint16_t *)buf)[i]);
-    default: return NAN;
+    case COLL_INT8:
+        return ((const int8_t *)buf)[i];
+    case COLL_UINT8:
+        return ((const uint8_t *)buf)[i];
+    case COLL_INT32:
+        return ((const int32_t *)buf)[i];
+    case COLL_UINT32:
+        return ((const uint32_t *)buf)[i];
+    case COLL_INT64:
+        return (double)((const int64_t *)buf)[i];
+    case COLL_UINT64:
+        return (double)((const uint64_t *)buf)[i];
+    case COLL_FLOAT16:
+        return cb_f16_to_f32(((const uint16_t *)buf)[i]);
+    case COLL_FLOAT32:
+        return ((const float *)buf)[i];
+    case COLL_FLOAT64:
+        return ((const double *)buf)[i];
+    case COLL_BFLOAT16:
+        return cb_bf16_to_f32(((const uint16_t *)buf)[i]);
+    default:
+        return NAN;
     }
 }
 
@@ -314,10 +346,18 @@ void cb_pattern_init(cb_test_t *t, double *table)
         for (r = 1; r < t->nranks; r++) {
             v = cb_red_value(t, r, j);
             switch (t->op) {
-            case COLL_PROD: acc *= v; break;
-            case COLL_MAX: acc = v > acc ? v : acc; break;
-            case COLL_MIN: acc = v < acc ? v : acc; break;
-            default: acc += v; break;
+            case COLL_PROD:
+                acc *= v;
+                break;
+            case COLL_MAX:
+                acc = v > acc ? v : acc;
+                break;
+            case COLL_MIN:
+                acc = v < acc ? v : acc;
+                break;
+            default:
+                acc += v;
+                break;
             }
         }
         /* The sum is a multiple of nranks by construction; trunc() is what integer avg does. */
@@ -392,9 +432,9 @@ static uint64_t cb_count_changed(const char *p, size_t n, int byte)
 
 void cb_check(const cb_test_t *t, const cb_coll_t *coll, uint64_t *wrong_p, uint64_t *oob_p)
 {
-    const char *recv = t->recv;
+    const char *recv  = t->recv;
     uint64_t    wrong = 0, oob = 0;
-    size_t      used  = cb_recv_used(t);
+    size_t      used = cb_recv_used(t);
     size_t      i;
     double      v;
 
@@ -402,8 +442,8 @@ void cb_check(const cb_test_t *t, const cb_coll_t *coll, uint64_t *wrong_p, uint
     oob += cb_count_changed(t->rbuf + used, CB_GUARD_BYTES, CB_GUARD_BYTE);
     if (!t->in_place) {
         oob += cb_count_changed(t->sbuf - CB_GUARD_BYTES, CB_GUARD_BYTES, CB_GUARD_BYTE);
-        oob += cb_count_changed(t->sbuf + t->c.send_count * t->esize, CB_GUARD_BYTES,
-                                CB_GUARD_BYTE);
+        oob +=
+            cb_count_changed(t->sbuf + t->c.send_count * t->esize, CB_GUARD_BYTES, CB_GUARD_BYTE);
         for (i = 0; i < t->c.send_count; i++) { /* sendbuf is const for the library */
             oob += (cb_load(t->sbuf, i, t->dtype) != coll->input(t, t->rank, i));
         }

@@ -62,10 +62,20 @@ static int mb_parse_size(const char *s, size_t *v_p)
     }
     if (n == 2) {
         switch (unit[0]) {
-        case 'K': case 'k': mult = 1024.0; break;
-        case 'M': case 'm': mult = 1024.0 * 1024.0; break;
-        case 'G': case 'g': mult = 1024.0 * 1024.0 * 1024.0; break;
-        default: return -1;
+        case 'K':
+        case 'k':
+            mult = 1024.0;
+            break;
+        case 'M':
+        case 'm':
+            mult = 1024.0 * 1024.0;
+            break;
+        case 'G':
+        case 'g':
+            mult = 1024.0 * 1024.0 * 1024.0;
+            break;
+        default:
+            return -1;
         }
     }
     *v_p = (size_t)(v * mult);
@@ -115,17 +125,39 @@ static int mb_parse_args(int argc, char **argv, mb_opts_t *o)
     mb_parse_type(o, "float");
     while ((c = getopt(argc, argv, "b:e:i:f:n:w:c:a:d:h")) != -1) {
         switch (c) {
-        case 'b': bad = mb_parse_size(optarg, &o->minbytes); break;
-        case 'e': bad = mb_parse_size(optarg, &o->maxbytes); break;
-        case 'i': bad = mb_parse_size(optarg, &o->stepbytes); break;
-        case 'f': bad = mb_parse_int(optarg, 0, 1 << 20, &o->stepfactor); break;
-        case 'n': bad = mb_parse_int(optarg, 1, 1 << 30, &v), o->iters = (int)v; break;
-        case 'w': bad = mb_parse_int(optarg, 0, 1 << 30, &v), o->warmup = (int)v; break;
-        case 'c': bad = mb_parse_int(optarg, 0, 1 << 20, &v), o->check = (int)v; break;
-        case 'a': bad = mb_parse_int(optarg, 0, 3, &v), o->average = (int)v; break;
-        case 'd': bad = mb_parse_type(o, optarg); break;
-        case 'h': mb_usage(stdout, argv[0]); return 1;
-        default: bad = 1; break;
+        case 'b':
+            bad = mb_parse_size(optarg, &o->minbytes);
+            break;
+        case 'e':
+            bad = mb_parse_size(optarg, &o->maxbytes);
+            break;
+        case 'i':
+            bad = mb_parse_size(optarg, &o->stepbytes);
+            break;
+        case 'f':
+            bad = mb_parse_int(optarg, 0, 1 << 20, &o->stepfactor);
+            break;
+        case 'n':
+            bad = mb_parse_int(optarg, 1, 1 << 30, &v), o->iters = (int)v;
+            break;
+        case 'w':
+            bad = mb_parse_int(optarg, 0, 1 << 30, &v), o->warmup = (int)v;
+            break;
+        case 'c':
+            bad = mb_parse_int(optarg, 0, 1 << 20, &v), o->check = (int)v;
+            break;
+        case 'a':
+            bad = mb_parse_int(optarg, 0, 3, &v), o->average = (int)v;
+            break;
+        case 'd':
+            bad = mb_parse_type(o, optarg);
+            break;
+        case 'h':
+            mb_usage(stdout, argv[0]);
+            return 1;
+        default:
+            bad = 1;
+            break;
         }
         if (bad) {
             mb_usage(stderr, argv[0]);
@@ -265,9 +297,9 @@ static void mb_print_half(const mb_opts_t *o, const mb_half_t *h)
 
 static void mb_header(const mb_opts_t *o)
 {
-    char  lib[MPI_MAX_LIBRARY_VERSION_STRING], host[64], *all = NULL, *nl;
-    int   len, r, pid = (int)getpid();
-    char  mine[64];
+    char lib[MPI_MAX_LIBRARY_VERSION_STRING], host[64], *all = NULL, *nl;
+    int  len, r, pid                                         = (int)getpid();
+    char mine[64];
 
     MPI_Get_library_version(lib, &len);
     if ((nl = strchr(lib, '\n')) != NULL) {
@@ -298,13 +330,14 @@ static void mb_header(const mb_opts_t *o)
     }
     free(all);
     printf("#\n# %10s  %12s  %8s  %6s  %6s           out-of-place                       "
-           "in-place          \n", "", "", "", "", "");
+           "in-place          \n",
+           "", "", "", "", "");
     printf("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s %*s\n", "size",
            "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw",
            "busbw", "#wrong", 0, "");
     printf("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s %*s\n", "(B)",
-           "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)",
-           "", 0, "");
+           "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "",
+           0, "");
     fflush(stdout);
 }
 

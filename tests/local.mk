@@ -2,7 +2,8 @@
 # make check: unit tests per module, multi-process correctness and failure tests (they fork
 # their own ranks), docs-consistency checks. Small chunks so every multi-chunk path runs.
 AM_TESTS_ENVIRONMENT = COLL_DEBUG=$${COLL_DEBUG:-warn}; COLL_CHUNK_SIZE=4k; \
-    COLLRUN=$(abs_top_builddir)/collrun; export COLL_DEBUG COLL_CHUNK_SIZE COLLRUN;
+    COLLRUN=$(abs_top_builddir)/collrun; top_builddir=$(top_builddir); \
+    export COLL_DEBUG COLL_CHUNK_SIZE COLLRUN top_builddir;
 
 check_LTLIBRARIES += tests/libcolltest.la
 tests_libcolltest_la_SOURCES = tests/harness/coll_test.h tests/harness/coll_test.c \
@@ -16,7 +17,10 @@ TEST_UNIT_LDADD = tests/libcolltest.la libcoll-internal.la -lpthread -lm
 
 # ---- unit tests (internal functions, no network) ----
 check_PROGRAMS += tests/unit/test_reduce tests/unit/test_params tests/unit/test_log_filter \
-    tests/unit/test_sched
+    tests/unit/test_sched tests/unit/test_env
+tests_unit_test_env_SOURCES = tests/unit/test_env.c
+tests_unit_test_env_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_unit_test_env_LDADD = $(TEST_UNIT_LDADD)
 tests_unit_test_reduce_SOURCES = tests/unit/test_reduce.c
 tests_unit_test_reduce_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_unit_test_reduce_LDADD = $(TEST_UNIT_LDADD)
@@ -70,7 +74,7 @@ tests_mp_test_args_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_mp_test_args_LDADD = $(TEST_MP_LDADD)
 
 TESTS += tests/unit/test_reduce tests/unit/test_params tests/unit/test_log_filter \
-    tests/unit/test_sched $(MP_COLL_TESTS) $(MP_OTHER_TESTS)
+    tests/unit/test_sched tests/unit/test_env $(MP_COLL_TESTS) $(MP_OTHER_TESTS)
 
-dist_check_SCRIPTS += tests/docs/check-getenv.sh
-TESTS += tests/docs/check-getenv.sh
+dist_check_SCRIPTS += tests/docs/check-getenv.sh tests/tools/test_launchers.sh
+TESTS += tests/docs/check-getenv.sh tests/tools/test_launchers.sh

@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Rank discovery from launcher environments (bootstrap/env.c): collrun, torchrun (root on
+ * MASTER_PORT + offset), Slurm (first host of a compressed node list), Open MPI, precedence of
+ * COLL_ROOT_ADDR, and clear errors for impossible values. No network is used.
+ */
+#include "coll_test.h"
+#include "bootstrap/bootstrap.h"
+#include "param.h"
+
+#include <stdio.h>
+#include <string.h>
+
+extern char **environ;
+
+static void env_clear(void)
+{
+    static const char *vars[] = {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE",
+                                 "MASTER_ADDR", "MASTER_PORT", "SLURM_PROCID", "SLURM_NTASKS",
+                                 "SLURM_LOCALID", "SLURM_JOB_ID", "SLURM_STEP_ID",
+                                 "SLURM_NODELIST", "SLURM_STEP_NODELIST", "OMPI_COMM_WORLD_RANK",
+                                 "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
+                                 "OMPI_MCA_ess_base_jobid", "PMI_RANK", "PMI_SIZE",
+                                 "COLL_RANK", "COLL_NRANKS", "COLL_ROOT_ADDR", "COLL_JOB_SECRET",
+                                 "COLL_LOCAL_RANK", "COLL_LOCAL_NRANKS"};
+    for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
+        unsetenv(vars[i]);
+    }
+    coll_params_reset_for_testing();
+}
+
+static coll_result_t discover(coll_env_job_t *job)
+{
+    coll_params_reset_for_testing();
+    return coll_env_discover(job);
+}
+
+int main(void)
+{
+    coll_env_job_t job, job2;
+    char           buf[80];
+
+    env_clear();
+    ASSERT_OK(discover(&job));
+    ASSERT_EQ(job.nranks, 1);
+    ASSERT_TRUE(strcmp(job.launcher, "none") == 0);
+
+    /* collrun */
+    setenv("COLL_RANK", "2", 1);
+    setenv("COLL_NRANKS", "4", 1);
+    setenv("COLL_ROOT_ADDR", "127.0.0.1:5555", 1);
+    setenv("COLL_JOB_SECRET", "00112233445566778899aabbccddeeff", 1);
+    ASSERT_OK(discover(&job));
+    ASSERT_EQ(job.rank, 2);
+    ASSERT_EQ(job.nranks, 4);
+    ASSERT_EQ(coll_sock_port(&job.root_addr), 5555);
+    ASSERT_EQ(job.secret[15], 0xff);
+    setenv("COLL_JOB_SECRET", "xyz", 1);
+    ASSERT_EQ(discover(&job), COLL_ERR_INVALID_ARG);
+    ASSERT_STR_CONTAINS(coll_last_error(), "COLL_JOB_SECRET");
+    /* collrun's variables win over an enclosing Slurm allocation */
+    setenv("COLL_JOB_SECRET", "00112233445566778899aabbccddeeff", 1);
+    setenv("SLURM_PROCID", "7", 1);
+    setenv("SLURM_NTASKS", "8", 1);
+    ASSERT_OK(discover(&job));
+    ASSERT_TRUE(strcmp(job.launcher, "collrun") == 0);
+    env_clear();
+
+    /* torchrun: root on MASTER_PORT + 1, same derived secret on every rank */
+    setenv("RANK", "1", 1);
+    setenv("WORLD_SIZE", "2", 1);
+    setenv("MASTER_ADDR", "127.0.0.1", 1);
+    setenv("MASTER_PORT", "29500", 1);
+    ASSERT_OK(discover(&job));
+    ASSERT_TRUE(strcmp(job.launcher, "torchrun") == 0);
+    ASSERT_EQ(job.rank, 1);
+    ASSERT_EQ(coll_sock_port(&job.root_addr), 29501);
+    setenv("RANK", "0", 1);
+    ASSERT_OK(discover(&job2));
+    ASSERT_TRUE(memcmp(job.secret, job2.secret, 16) == 0);
+    setenv("COLL_ROOT_ADDR", "127.0.0.1:4444", 1); /* explicit address wins */
+    ASSERT_OK(discover(&job));
+    ASSERT_EQ(coll_sock_port(&job.root_addr), 4444);
+    unsetenv("COLL_ROOT_ADDR");
+    setenv("RANK", "5", 1);
+    ASSERT_EQ(discover(&job), COLL_ERR_INVALID_ARG);
+    ASSERT_STR_CONTAINS(coll_last_error(), "rank 5 of 2");
+    unsetenv("MASTER_ADDR");
+    setenv("RANK", "0", 1);
+    ASSERT_EQ(discover(&job), COLL_ERR_INVALID_USAGE);
+    ASSERT_STR_CONTAINS(coll_last_error(), "MASTER_ADDR");
+    env_clear();
+
+    /* Slurm: first host of the node list, port from job and step */
+    setenv("SLURM_PROCID", "3", 1);
+    setenv("SLURM_NTASKS", "4", 1);
+    setenv("SLURM_JOB_ID", "1234", 1);
+    setenv("SLURM_STEP_ID", "0", 1);
+    setenv("SLURM_NODELIST", "localhost,node[02-04]", 1);
+    ASSERT_OK(discover(&job));
+    ASSERT_TRUE(strcmp(job.launcher, "slurm") == 0);
+    ASSERT_EQ(job.rank, 3);
+    coll_sock_str(&job.root_addr, buf, sizeof(buf));
+    ASSERT_STR_CONTAINS(buf, "127.0.0.1");
+    ASSERT_EQ(coll_sock_port(&job.root_addr), 20000 + (1234 * 131) % 20000);
+    env_clear();
+
+    /* Open MPI on one host */
+    setenv("OMPI_COMM_WORLD_RANK", "1", 1);
+    setenv("OMPI_COMM_WORLD_SIZE", "3", 1);
+    setenv("OMPI_MCA_ess_base_jobid", "4242", 1);
+    ASSERT_OK(discover(&job));
+    ASSERT_TRUE(strcmp(job.launcher, "openmpi") == 0);
+    ASSERT_EQ(job.nranks, 3);
+    ASSERT_TRUE(coll_sock_port(&job.root_addr) >= 20000);
+    env_clear();
+
+    /* interface filters, NCCL syntax */
+    ASSERT_TRUE(coll_sock_ifname_match("eth", "eth0"));
+    ASSERT_TRUE(!coll_sock_ifname_match("^eth,lo", "eth1"));
+    ASSERT_TRUE(coll_sock_ifname_match("^eth,lo", "ib0"));
+    ASSERT_TRUE(!coll_sock_ifname_match("=eth", "eth0"));
+    ASSERT_TRUE(coll_sock_ifname_match("=eth0", "eth0"));
+    ASSERT_TRUE(!coll_sock_ifname_match(NULL, "lo"));
+    ASSERT_TRUE(!coll_sock_ifname_match("", "docker0"));
+    printf("test_env: ok\n1 passed, 0 failed\n");
+    return 0;
+}
