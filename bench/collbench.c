@@ -2,14 +2,15 @@
 /*
  * collbench.c -- nccl-tests-compatible benchmark of libcoll's collectives: the same flags,
  * sweep, timing, busbw formulas and output lines (plus --csv, --json and -A ALGO). One rank per
- * process, started by collrun like an MPI program; only rank 0 prints the table. The
- * collectives themselves (counts, patterns, checks) are described in collbench_ops.c. It
- * uses only the public coll.h; it does not measure device memory and has no -m/-G/-I modes.
+ * process, started by collrun like an MPI program; only rank 0 prints. This file parses the
+ * options and measures; the collectives (counts, patterns, checks) are in collbench_ops.c and
+ * the formatting in collbench_out.c. Public coll.h only; no device memory, no -m/-G/-I modes.
  */
 #include "collbench.h"
 
 #include <errno.h>
 #include <getopt.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,17 +19,6 @@
 
 #define CB_MAX_WRONG_REPORTS 8 /* messages about wrong values per rank */
 
-/* ---- options ---- */
-
-typedef struct {
-    const cb_coll_t *coll;
-    size_t           minbytes, maxbytes, stepbytes;
-    long             stepfactor;
-    int              iters, warmup, check, cycles, average, blocking, timeout;
-    int              dtype, op, root; /* -1: all */
-    const char      *algo, *csv, *json;
-} cb_opts_t;
-
 /* Per-process state of the run. */
 typedef struct {
     cb_opts_t    o;
@@ -36,20 +26,14 @@ typedef struct {
     int          rank, nranks;
     char        *salloc, *ralloc; /* buffers with their guard zones */
     double       table[CB_PERIOD];
-    FILE        *csv, *json;
-    int          json_first;
+    cb_out_t     out; /* CSV and JSON files (rank 0) */
     double       bw_sum;
     long         bw_count;
     uint64_t     errors;  /* results with wrong values + values changed out of bounds */
     int          reports; /* wrong-value messages printed by this rank */
 } cb_ctx_t;
 
-/* One half (out-of-place or in-place) of a result line. */
-typedef struct {
-    int      skipped; /* no in-place variant */
-    double   time_us, algbw, busbw;
-    uint64_t wrong;
-} cb_half_t;
+/* ---- options ---- */
 
 static void cb_usage(FILE *f, const char *prog)
 {
@@ -89,33 +73,19 @@ static void cb_usage(FILE *f, const char *prog)
 /* nccl-tests' size syntax: a number with an optional K, M or G (binary) suffix. */
 static int cb_parse_size(const char *s, size_t *v_p)
 {
-    double v;
-    char   unit[2] = "";
-    int    n       = sscanf(s, "%lf %1s", &v, unit);
-    double mult    = 1;
+    static const char units[] = "kKmMgG";
+    double            v;
+    char              unit[2] = "";
+    int               n       = sscanf(s, "%lf %1s", &v, unit);
+    const char       *u       = n == 2 ? strchr(units, unit[0]) : NULL;
 
-    if (n < 1 || v < 0) {
+    if (n < 1 || v < 0 || (n == 2 && u == NULL)) {
         return -1;
     }
-    if (n == 2) {
-        switch (unit[0]) {
-        case 'K':
-        case 'k':
-            mult = 1024.0;
-            break;
-        case 'M':
-        case 'm':
-            mult = 1024.0 * 1024.0;
-            break;
-        case 'G':
-        case 'g':
-            mult = 1024.0 * 1024.0 * 1024.0;
-            break;
-        default:
-            return -1;
-        }
+    if (u != NULL) {
+        v *= (double)(1ULL << (10 * (1 + (u - units) / 2)));
     }
-    *v_p = (size_t)(v * mult);
+    *v_p = (size_t)v;
     return 0;
 }
 
@@ -133,6 +103,7 @@ static int cb_parse_int(const char *s, long lo, long hi, int *v_p)
     return 0;
 }
 
+/* nccl-tests' long names, plus --coll, --algo, --csv and --json. */
 static const struct option cb_longopts[] = {{"coll", required_argument, NULL, 'C'},
                                             {"minbytes", required_argument, NULL, 'b'},
                                             {"maxbytes", required_argument, NULL, 'e'},
@@ -157,79 +128,78 @@ static const struct option cb_longopts[] = {{"coll", required_argument, NULL, 'C
                                             {"help", no_argument, NULL, 'h'},
                                             {NULL, 0, NULL, 0}};
 
+/* Integer options: letter, accepted range, field. */
+static const struct {
+    int    c;
+    long   lo, hi;
+    size_t off;
+} cb_intopts[] = {
+    {'n', 1, 1 << 30, offsetof(cb_opts_t, iters)},
+    {'w', 0, 1 << 30, offsetof(cb_opts_t, warmup)},
+    {'N', 0, 1 << 30, offsetof(cb_opts_t, cycles)},
+    {'c', 0, 1 << 20, offsetof(cb_opts_t, check)},
+    {'a', 0, 3, offsetof(cb_opts_t, average)},
+    {'z', 0, 3, offsetof(cb_opts_t, blocking)},
+    {'T', 0, 1 << 30, offsetof(cb_opts_t, timeout)},
+    {'f', 0, 1 << 20, offsetof(cb_opts_t, stepfactor)},
+};
+
+/* One option that is not an integer; returns 1 if it is bad. */
+static int cb_parse_other(cb_opts_t *o, int c, const char *arg)
+{
+    int v;
+
+    switch (c) {
+    case 'C': /* nccl-tests' -C 0/1 (report CPU time) is accepted: the calls block anyway */
+        if (strcmp(arg, "0") == 0 || strcmp(arg, "1") == 0) {
+            return 0;
+        }
+        return (o->coll = cb_coll_find(arg)) == NULL;
+    case 'b':
+        return cb_parse_size(arg, &o->minbytes) != 0;
+    case 'e':
+        return cb_parse_size(arg, &o->maxbytes) != 0;
+    case 'i':
+        return cb_parse_size(arg, &o->stepbytes) != 0;
+    case 't':
+        return cb_parse_int(arg, 1, 1, &v) != 0; /* and -g: one rank per process */
+    case 'A':
+        o->algo = arg;
+        return 0;
+    case 'S':
+        o->csv = arg;
+        return 0;
+    case 'J':
+        o->json = arg;
+        return 0;
+    case 'o':
+        o->op = strcmp(arg, "all") == 0 ? -1 : cb_op_parse(arg);
+        return o->op == -1 && strcmp(arg, "all") != 0;
+    case 'd':
+        o->dtype = strcmp(arg, "all") == 0 ? -1 : cb_dtype_parse(arg);
+        return o->dtype == -1 && strcmp(arg, "all") != 0;
+    case 'r':
+        o->root = -1;
+        return strcmp(arg, "all") != 0 && cb_parse_int(arg, -1, 1 << 30, &o->root) != 0;
+    default:
+        return 1;
+    }
+}
+
 /* One option; returns 0, or -1 after printing why the value is wrong. */
 static int cb_parse_opt(cb_opts_t *o, int c, const char *arg)
 {
-    int v, bad = 0;
+    size_t i;
+    int    bad = -1;
 
-    switch (c) {
-    case 'C':
-        /* nccl-tests' -C 0/1 (report CPU time) is accepted: the calls block anyway. */
-        if (strcmp(arg, "0") != 0 && strcmp(arg, "1") != 0) {
-            bad = (o->coll = cb_coll_find(arg)) == NULL;
+    for (i = 0; i < sizeof(cb_intopts) / sizeof(cb_intopts[0]) && bad < 0; i++) {
+        if (cb_intopts[i].c == c) {
+            bad = cb_parse_int(arg, cb_intopts[i].lo, cb_intopts[i].hi,
+                               (int *)((char *)o + cb_intopts[i].off)) != 0;
         }
-        break;
-    case 'b':
-        bad = cb_parse_size(arg, &o->minbytes);
-        break;
-    case 'e':
-        bad = cb_parse_size(arg, &o->maxbytes);
-        break;
-    case 'i':
-        bad = cb_parse_size(arg, &o->stepbytes);
-        break;
-    case 'f':
-        bad           = cb_parse_int(arg, 0, 1 << 20, &v);
-        o->stepfactor = v;
-        break;
-    case 'n':
-        bad = cb_parse_int(arg, 1, 1 << 30, &o->iters);
-        break;
-    case 'w':
-        bad = cb_parse_int(arg, 0, 1 << 30, &o->warmup);
-        break;
-    case 'N':
-        bad = cb_parse_int(arg, 0, 1 << 30, &o->cycles);
-        break;
-    case 'c':
-        bad = cb_parse_int(arg, 0, 1 << 20, &o->check);
-        break;
-    case 'a':
-        bad = cb_parse_int(arg, 0, 3, &o->average);
-        break;
-    case 'z':
-        bad = cb_parse_int(arg, 0, 3, &o->blocking);
-        break;
-    case 'T':
-        bad = cb_parse_int(arg, 0, 1 << 30, &o->timeout);
-        break;
-    case 't':
-    case 'g':
-        bad = cb_parse_int(arg, 1, 1, &v);
-        break;
-    case 'A':
-        o->algo = arg;
-        break;
-    case 'S':
-        o->csv = arg;
-        break;
-    case 'J':
-        o->json = arg;
-        break;
-    case 'o':
-        o->op = strcmp(arg, "all") == 0 ? -1 : cb_op_parse(arg);
-        bad   = o->op == -1 && strcmp(arg, "all") != 0;
-        break;
-    case 'd':
-        o->dtype = strcmp(arg, "all") == 0 ? -1 : cb_dtype_parse(arg);
-        bad      = o->dtype == -1 && strcmp(arg, "all") != 0;
-        break;
-    case 'r':
-        o->root = strcmp(arg, "all") == 0 ? -1 : 0;
-        bad     = o->root == 0 && cb_parse_int(arg, -1, 1 << 30, &o->root) != 0;
-        break;
-    default:
-        return -1;
+    }
+    if (bad < 0) {
+        bad = cb_parse_other(o, c == 'g' ? 't' : c, arg);
     }
     if (bad) {
         fprintf(stderr, "collbench: invalid value '%s' for -%c%s\n", arg, c,
@@ -345,115 +315,8 @@ static void cb_sum_u64(cb_ctx_t *x, uint64_t *v, int n)
     memcpy(v, out, sizeof(uint64_t) * (size_t)n);
 }
 
-/* nccl-tests' fit-to-width number format. */
-static void cb_fmt(double v, int width, char *s)
-{
-    if (snprintf(s, (size_t)width + 1, "%*.2f", width, v) <= width ||
-        snprintf(s, (size_t)width + 1, "%*.1f", width, v) <= width ||
-        snprintf(s, (size_t)width + 1, "%*.0f", width, v) <= width) {
-        return;
-    }
-    snprintf(s, (size_t)width + 1, width >= 7 ? "%*.1e" : "%*.0e", width, v);
-}
-
-/* ---- output: header, lines, footer, CSV and JSON ---- */
-
-static void cb_json_str(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (; *s != '\0'; s++) {
-        if (*s == '"' || *s == '\\') {
-            fprintf(f, "\\%c", *s);
-        } else if ((unsigned char)*s < 0x20) {
-            fprintf(f, "\\u%04x", (unsigned char)*s);
-        } else {
-            fputc(*s, f);
-        }
-    }
-    fputc('"', f);
-}
-
-static void cb_json_begin(cb_ctx_t *x, int argc, char **argv)
-{
-    const cb_opts_t *o = &x->o;
-    FILE            *f = x->json;
-    int              i;
-
-    fprintf(f, "{\n  \"tool\": \"collbench\",\n  \"version\": \"%d.%d.%d\",\n  \"args\": [",
-            COLL_VERSION_MAJOR, COLL_VERSION_MINOR, COLL_VERSION_PATCH);
-    for (i = 0; i < argc; i++) {
-        fputs(i > 0 ? ", " : "", f);
-        cb_json_str(f, argv[i]);
-    }
-    fprintf(f, "],\n  \"collective\": \"%s\",\n  \"nccl_name\": \"%s\",\n  \"nranks\": %d,\n",
-            o->coll->name, o->coll->nccl_name, x->nranks);
-    fputs("  \"algo\": ", f);
-    if (o->algo != NULL) {
-        cb_json_str(f, o->algo);
-    } else {
-        fputs("null", f);
-    }
-    fprintf(f,
-            ",\n  \"config\": {\"minimum_bytes\": %zu, \"maximum_bytes\": %zu, \"%s\": %zu, "
-            "\"warmup_iters\": %d, \"iterations\": %d, \"validation\": %d, \"average\": %d, "
-            "\"blocking\": %d, \"run_cycles\": %d},\n  \"results\": [",
-            o->minbytes, o->maxbytes, o->stepfactor > 1 ? "step_factor" : "step_bytes",
-            o->stepfactor > 1 ? (size_t)o->stepfactor : o->stepbytes, o->warmup, o->iters, o->check,
-            o->average, o->blocking, o->cycles);
-    x->json_first = 1;
-}
-
-static void cb_json_half(FILE *f, const cb_half_t *h, int checked)
-{
-    if (h->skipped) {
-        fputs("null", f);
-        return;
-    }
-    fprintf(f, "{\"time\": %.9g, \"alg_bw\": %.9g, \"bus_bw\": %.9g, \"nwrong\": ", h->time_us,
-            h->algbw, h->busbw);
-    if (checked) {
-        fprintf(f, "%llu}", (unsigned long long)h->wrong);
-    } else {
-        fputs("null}", f);
-    }
-}
-
-static void cb_record(cb_ctx_t *x, size_t size, const cb_test_t *t, const cb_half_t h[2])
-{
-    const char *type = cb_dtype_name(t->dtype);
-    const char *op   = x->o.coll->has_op ? cb_op_name(t->op) : "none";
-    int         i;
-
-    if (x->csv != NULL) {
-        fprintf(x->csv, "%s,%d,%zu,%zu,%s,%s,%d", x->o.coll->name, x->nranks, size, t->c.count,
-                type, op, t->root);
-        for (i = 0; i < 2; i++) {
-            if (h[i].skipped) {
-                fputs(",,,,", x->csv);
-                continue;
-            }
-            fprintf(x->csv, ",%.6g,%.6g,%.6g,", h[i].time_us, h[i].algbw, h[i].busbw);
-            if (x->o.check > 0) {
-                fprintf(x->csv, "%llu", (unsigned long long)h[i].wrong);
-            }
-        }
-        fputc('\n', x->csv);
-    }
-    if (x->json != NULL) {
-        fprintf(x->json,
-                "%s\n    {\"size\": %zu, \"count\": %zu, \"type\": \"%s\", \"redop\": \"%s\", "
-                "\"root\": %d, \"out_of_place\": ",
-                x->json_first ? "" : ",", size, t->c.count, type, op, t->root);
-        cb_json_half(x->json, &h[0], x->o.check > 0);
-        fputs(", \"in_place\": ", x->json);
-        cb_json_half(x->json, &h[1], x->o.check > 0);
-        fputc('}', x->json);
-        x->json_first = 0;
-    }
-}
-
-/* "Using devices" block: one line per rank, gathered with the collective under test's
- * sibling coll_allgather (a broken allgather shows up here first). */
+/* "Using devices" block: host and pid of every rank, gathered with coll_allgather (so a broken
+ * allgather shows up here first). */
 static void cb_print_ranks(cb_ctx_t *x)
 {
     char          mine[64], *all;
@@ -477,67 +340,22 @@ static void cb_print_ranks(cb_ctx_t *x)
     }
     for (r = 0; x->rank == 0 && r < x->nranks; r++) {
         memcpy(&pid, all + r * 64 + 56, sizeof(pid));
-        printf("#  Rank %2d Group %2d Pid %6d on %10s host memory\n", r, 0, pid, all + r * 64);
+        cb_out_rank(r, pid, all + r * 64);
     }
     free(all);
 }
 
 static void cb_print_header(cb_ctx_t *x)
 {
-    const cb_opts_t *o       = &x->o;
-    int              version = 0;
+    int version = 0;
 
     coll_get_version(&version);
     if (x->rank == 0) {
-        if (o->json != NULL) {
-            printf("# Writing JSON output to %s\n", o->json);
-        }
-        printf("# collbench version %d.%d.%d libcoll-headers=%d libcoll-library=%d\n",
-               COLL_VERSION_MAJOR, COLL_VERSION_MINOR, COLL_VERSION_PATCH, COLL_VERSION_CODE,
-               version);
-        printf("# Collective test starting: %s\n", o->coll->nccl_name);
-        printf("# nThread 1 nGpus 1 minBytes %zu maxBytes %zu step: %zu(%s) warmup iters: %d "
-               "iters: %d agg iters: 1 validation: %d graph: 0 unalign: 0\n",
-               o->minbytes, o->maxbytes, o->stepfactor > 1 ? (size_t)o->stepfactor : o->stepbytes,
-               o->stepfactor > 1 ? "factor" : "bytes", o->warmup, o->iters, o->check);
-        if (o->blocking == 1 || o->blocking == 3) {
-            printf("# Blocking Enabled: barrier after each iteration%s \n",
-                   o->blocking == 3 ? "; time excludes barrier" : "");
-        }
-        if (o->algo != NULL) {
-            printf("# Algorithm: COLL_ALGO=%s\n", o->algo);
-        }
-        printf("#\n# Using devices\n");
+        cb_out_header(&x->o, version);
     }
     cb_print_ranks(x);
     if (x->rank == 0) {
-        printf("#\n# %10s  %12s  %8s  %6s  %6s           out-of-place                       "
-               "in-place          \n",
-               "", "", "", "", "");
-        printf("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s %*s\n", "size",
-               "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time",
-               "algbw", "busbw", "#wrong", 0, "");
-        printf("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s %*s\n", "(B)",
-               "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)",
-               "", 0, "");
-        fflush(stdout);
-    }
-}
-
-static void cb_print_half(const cb_ctx_t *x, const cb_half_t *h)
-{
-    char tm[8], alg[7], bus[7];
-
-    if (x->rank != 0) {
-        return;
-    }
-    cb_fmt(h->time_us, 7, tm);
-    cb_fmt(h->algbw, 6, alg);
-    cb_fmt(h->busbw, 6, bus);
-    if (x->o.check > 0 && !h->skipped) {
-        printf("  %7s  %6s  %6s  %6g", tm, alg, bus, (double)h->wrong);
-    } else {
-        printf("  %7s  %6s  %6s    N/A", tm, alg, bus);
+        cb_out_columns();
     }
 }
 
@@ -570,9 +388,10 @@ static void cb_report_wrong(cb_ctx_t *x, const cb_test_t *t, uint64_t wrong)
             fprintf(stderr,
                     "collbench: rank %d: %s %s %s count %zu %s: %llu wrong, first at "
                     "element %zu: %g, expected %g\n",
-                    x->rank, x->o.coll->name, cb_dtype_name(t->dtype), cb_op_name(t->op),
-                    t->c.count, t->in_place ? "in-place" : "out-of-place",
-                    (unsigned long long)wrong, i, cb_load(t->recv, i, t->dtype), want);
+                    x->rank, x->o.coll->name, cb_dtype_name(t->dtype),
+                    x->o.coll->has_op ? cb_op_name(t->op) : "none", t->c.count,
+                    t->in_place ? "in-place" : "out-of-place", (unsigned long long)wrong, i,
+                    cb_load(t->recv, i, t->dtype), want);
             return;
         }
     }
@@ -664,7 +483,7 @@ static void cb_time_test(cb_ctx_t *x, coll_dtype_t dtype, coll_redop_t op, int r
     cb_test_t        t;
     cb_half_t        h[2];
     size_t           size, next;
-    int              cycle = 0, w;
+    int              cycle = 0, w, ip;
 
     memset(&t, 0, sizeof(t));
     t.dtype  = dtype;
@@ -696,17 +515,16 @@ static void cb_time_test(cb_ctx_t *x, coll_dtype_t dtype, coll_redop_t op, int r
             o->coll->get_counts(size / t.esize, t.esize, x->nranks, &t.c);
             bytes = (t.c.send_count > t.c.recv_count ? t.c.send_count : t.c.recv_count) * t.esize;
             if (x->rank == 0) {
-                printf("%12zu  %12zu  %8s  %6s  %6i", bytes, t.c.count, cb_dtype_name(dtype),
-                       o->coll->has_op ? cb_op_name(op) : "none", t.root);
+                cb_out_line_begin(&x->out, bytes, &t);
             }
-            cb_bench_half(x, &t, 0, &h[0]);
-            cb_print_half(x, &h[0]);
-            cb_bench_half(x, &t, 1, &h[1]);
-            cb_print_half(x, &h[1]);
+            for (ip = 0; ip < 2; ip++) {
+                cb_bench_half(x, &t, ip, &h[ip]);
+                if (x->rank == 0) {
+                    cb_out_half(&x->out, &h[ip]);
+                }
+            }
             if (x->rank == 0) {
-                printf("\n");
-                fflush(stdout);
-                cb_record(x, bytes, &t, h);
+                cb_out_line_end(&x->out, bytes, &t, h);
             }
             next = cb_next(size, o->stepfactor, o->stepbytes);
             if (next == size) {
@@ -732,54 +550,6 @@ static void cb_alloc(cb_ctx_t *x)
     memset(r, 0, len);
     x->salloc = s;
     x->ralloc = r;
-}
-
-static int cb_open_outputs(cb_ctx_t *x, int argc, char **argv)
-{
-    if (x->rank != 0) {
-        return 0;
-    }
-    if (x->o.csv != NULL && (x->csv = fopen(x->o.csv, "w")) == NULL) {
-        fprintf(stderr, "collbench: cannot write %s: %s\n", x->o.csv, strerror(errno));
-        return -1;
-    }
-    if (x->o.json != NULL && (x->json = fopen(x->o.json, "w")) == NULL) {
-        fprintf(stderr, "collbench: cannot write %s: %s\n", x->o.json, strerror(errno));
-        return -1;
-    }
-    if (x->csv != NULL) {
-        fprintf(x->csv, "collective,nranks,size,count,type,redop,root,oop_time_us,oop_algbw_gbs,"
-                        "oop_busbw_gbs,oop_wrong,ip_time_us,ip_algbw_gbs,ip_busbw_gbs,"
-                        "ip_wrong\n");
-    }
-    if (x->json != NULL) {
-        cb_json_begin(x, argc, argv);
-    }
-    return 0;
-}
-
-static void cb_footer(cb_ctx_t *x)
-{
-    double avg = x->bw_count > 0 ? x->bw_sum / (double)x->bw_count : 0;
-
-    if (x->rank != 0) {
-        return;
-    }
-    printf("# %-20s : %llu %s\n", "Out of bounds values", (unsigned long long)x->errors,
-           x->errors != 0 ? "FAILED" : "OK");
-    printf("# %-20s : %g %s\n", "Avg bus bandwidth", avg, "");
-    printf("#\n# Collective test concluded: %s\n", x->o.coll->nccl_name);
-    fflush(stdout);
-    if (x->csv != NULL) {
-        fclose(x->csv);
-    }
-    if (x->json != NULL) {
-        fprintf(x->json,
-                "\n  ],\n  \"out_of_bounds\": {\"count\": %llu, \"okay\": %s},\n"
-                "  \"average_bus_bandwidth\": {\"bandwidth\": %.9g}\n}\n",
-                (unsigned long long)x->errors, x->errors != 0 ? "false" : "true", avg);
-        fclose(x->json);
-    }
 }
 
 /* Every (dtype, op, root) the options select, in nccl-tests' order. */
@@ -841,13 +611,15 @@ int main(int argc, char **argv)
         return 2;
     }
     cb_alloc(&x);
-    if (cb_open_outputs(&x, argc, argv) != 0) {
+    if (x.rank == 0 && cb_out_open(&x.out, &x.o, x.nranks, argc, argv) != 0) {
         coll_comm_abort(x.comm);
         return 1;
     }
     cb_print_header(&x);
     cb_run_all(&x);
-    cb_footer(&x);
+    if (x.rank == 0) {
+        cb_out_footer(&x.out, x.errors, x.bw_count > 0 ? x.bw_sum / (double)x.bw_count : 0);
+    }
     free(x.salloc);
     free(x.ralloc);
     res = coll_finalize();

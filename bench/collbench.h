@@ -1,15 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * collbench.h -- types shared by the collbench driver (collbench.c) and its per-collective
- * tables (collbench_ops.c): the counts of one size, the state of one test, the ops table and
- * the data patterns whose reduction results are exact in every dtype. Nothing here is part of
- * libcoll; collbench uses only the public coll.h.
+ * tables (collbench_ops.c) and its output (collbench_out.c): the counts of one size, the state
+ * of one test, the ops table, the data patterns whose reduction results are exact in every
+ * dtype, the options and the output calls. Nothing here is part of libcoll; collbench uses
+ * only the public coll.h.
  */
 #ifndef COLLBENCH_H
 #define COLLBENCH_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "coll.h"
 
@@ -116,5 +118,50 @@ void cb_init_data(cb_test_t *t, const cb_coll_t *coll);
 /* Count wrong receive elements (*wrong_p) and changed bytes outside the receive region
  * (guard zones, and the send buffer of an out-of-place call) (*oob_p). */
 void cb_check(const cb_test_t *t, const cb_coll_t *coll, uint64_t *wrong_p, uint64_t *oob_p);
+
+/* ---- options (parsed by collbench.c) ---- */
+
+typedef struct {
+    const cb_coll_t *coll;                          /* collective under test */
+    size_t           minbytes, maxbytes, stepbytes; /* -b -e -i */
+    int              stepfactor, iters, warmup;     /* -f -n -w */
+    int              check, cycles, average;        /* -c -N -a */
+    int              blocking, timeout;             /* -z -T */
+    int              dtype, op, root;               /* -d -o -r; -1 means all */
+    const char      *algo, *csv, *json;             /* -A --csv -J, or NULL */
+} cb_opts_t;
+
+/* ---- collbench_out.c: what rank 0 writes ---- */
+
+/* One half (out-of-place or in-place) of a result line. */
+typedef struct {
+    int      skipped; /* no in-place variant: printed as 0 and N/A */
+    double   time_us; /* per call, combined across ranks */
+    double   algbw;   /* GB/s */
+    double   busbw;   /* GB/s */
+    uint64_t wrong;   /* wrong elements summed over ranks */
+} cb_half_t;
+
+/* The CSV and JSON files of a run. */
+typedef struct {
+    const cb_opts_t *o;
+    int              nranks;
+    FILE            *csv, *json;
+    int              json_first; /* no result written to the JSON array yet */
+} cb_out_t;
+
+/* Open the --csv and -J files and write their headers; -1 after printing why not. */
+int cb_out_open(cb_out_t *w, const cb_opts_t *o, int nranks, int argc, char **argv);
+/* Header lines up to "# Using devices", one line per rank, then the column headers. */
+void cb_out_header(const cb_opts_t *o, int library_version);
+void cb_out_rank(int rank, int pid, const char *host);
+void cb_out_columns(void);
+/* A result line: its first columns, each half as it is measured, then the end (which also
+ * writes the CSV row and the JSON object). */
+void cb_out_line_begin(const cb_out_t *w, size_t bytes, const cb_test_t *t);
+void cb_out_half(const cb_out_t *w, const cb_half_t *h);
+void cb_out_line_end(cb_out_t *w, size_t bytes, const cb_test_t *t, const cb_half_t h[2]);
+/* The footer; closes the files. */
+void cb_out_footer(cb_out_t *w, uint64_t errors, double avg_busbw);
 
 #endif /* COLLBENCH_H */

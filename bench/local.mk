@@ -3,7 +3,7 @@
 # page and plot script, and the Open MPI comparison program, which is built only on request
 # (make bench-mpi) and only where configure found mpicc.
 bin_PROGRAMS += collbench
-collbench_SOURCES = bench/collbench.c bench/collbench_ops.c bench/collbench.h
+collbench_SOURCES = bench/collbench.c bench/collbench_ops.c bench/collbench_out.c bench/collbench.h
 collbench_LDADD = libcoll.la
 man_MANS += man/man1/collbench.1
 EXTRA_DIST += man/man1/collbench.1.in bench/README.md bench/plot_busbw.sh \
