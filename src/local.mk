@@ -6,7 +6,7 @@ COLL_LIB_SOURCES += \
     src/core/error.c \
     src/reduce/reduce.h src/reduce/reduce.c \
     src/bootstrap/bootstrap.h src/bootstrap/bootstrap.c src/bootstrap/root.c \
-    src/bootstrap/wire.h src/bootstrap/wire.c src/bootstrap/sock.h src/bootstrap/sock.c \
+    src/bootstrap/wire.h src/bootstrap/wire.c src/bootstrap/sock.h src/bootstrap/sock.c src/bootstrap/ifaddr.c \
     src/bootstrap/env.c \
     src/engine/engine.h src/engine/engine.c src/engine/task.c src/engine/wait.c \
     src/api/comm.h src/api/comm.c src/api/colls.c src/api/check.c src/api/check.h \

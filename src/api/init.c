@@ -45,7 +45,7 @@ COLL_API coll_result_t coll_get_unique_id(coll_unique_id_t *id_p)
         return coll_set_last_error(COLL_ERR_INVALID_ARG, "coll_get_unique_id: id_p is NULL");
     }
     COLL_CHECK(init_library());
-    COLL_CHECK(coll_sock_pick_addr(&addr, NULL, 0));
+    COLL_CHECK(coll_sock_pick_addr(0, &addr, NULL, NULL));
     COLL_CHECK(coll_random_bytes(secret, sizeof(secret)));
     COLL_CHECK(coll_random_bytes(&nonce, sizeof(nonce)));
     coll_sockaddr_t any = init_any_addr(&addr);
@@ -195,7 +195,7 @@ COLL_API coll_result_t coll_comm_split(coll_comm_t *comm, int color, int key,
         coll_sockaddr_t addr;
         uint8_t         secret[16];
         uint64_t        nonce;
-        COLL_CHECK_GOTO(coll_sock_pick_addr(&addr, NULL, 0), st, out);
+        COLL_CHECK_GOTO(coll_sock_pick_addr(0, &addr, NULL, NULL), st, out);
         COLL_CHECK_GOTO(coll_random_bytes(secret, sizeof(secret)), st, out);
         COLL_CHECK_GOTO(coll_random_bytes(&nonce, sizeof(nonce)), st, out);
         coll_sockaddr_t any = init_any_addr(&addr);

@@ -11,8 +11,6 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ifaddrs.h>
-#include <net/if.h>
 #include <netdb.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -91,85 +89,6 @@ void coll_sock_set_port(coll_sockaddr_t *addr, int port)
     } else {
         ((struct sockaddr_in *)&addr->ss)->sin_port = htons((uint16_t)port);
     }
-}
-
-int coll_sock_ifname_match(const char *filter, const char *name)
-{
-    int exclude = 0, exact = 0;
-    if (filter == NULL || filter[0] == '\0') {
-        /* default: anything but loopback and docker bridges */
-        return strncmp(name, "lo", 2) != 0 && strncmp(name, "docker", 6) != 0;
-    }
-    if (filter[0] == '^') {
-        exclude = 1;
-        filter++;
-    }
-    if (filter[0] == '=') {
-        exact = 1;
-        filter++;
-    }
-    int         found = 0;
-    const char *p     = filter;
-    while (*p != '\0' && !found) {
-        const char *comma = strchr(p, ',');
-        size_t      n     = comma != NULL ? (size_t)(comma - p) : strlen(p);
-        if (n > 0) {
-            found = exact ? (strlen(name) == n && strncmp(name, p, n) == 0)
-                          : strncmp(name, p, n) == 0;
-        }
-        p += n + (comma != NULL ? 1 : 0);
-    }
-    return exclude ? !found : found;
-}
-
-coll_result_t coll_sock_pick_addr(coll_sockaddr_t *addr_p, char *ifname, size_t ifname_len)
-{
-    const char     *filter = coll_param_str(COLL_P_SOCKET_IFNAME);
-    struct ifaddrs *ifs    = NULL, *best = NULL;
-    if (getifaddrs(&ifs) != 0) {
-        coll_error(BOOTSTRAP, "getifaddrs failed: %s", strerror(errno));
-        return COLL_ERR_SYSTEM;
-    }
-    for (int family_pass = 0; family_pass < 2 && best == NULL; family_pass++) {
-        int family = family_pass == 0 ? AF_INET : AF_INET6;
-        for (struct ifaddrs *i = ifs; i != NULL; i = i->ifa_next) {
-            if (i->ifa_addr == NULL || i->ifa_addr->sa_family != family ||
-                !(i->ifa_flags & IFF_UP) || !coll_sock_ifname_match(filter, i->ifa_name)) {
-                continue;
-            }
-            if (family == AF_INET6 &&
-                IN6_IS_ADDR_LINKLOCAL(&((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr)) {
-                continue;
-            }
-            best = i;
-            break;
-        }
-    }
-    memset(addr_p, 0, sizeof(*addr_p));
-    if (best == NULL) {
-        if (filter != NULL && filter[0] != '\0') {
-            coll_error(BOOTSTRAP, "no interface matches COLL_SOCKET_IFNAME='%s'", filter);
-            freeifaddrs(ifs);
-            return COLL_ERR_INVALID_ARG;
-        }
-        struct sockaddr_in *in = (struct sockaddr_in *)&addr_p->ss;
-        in->sin_family         = AF_INET;
-        in->sin_addr.s_addr    = htonl(INADDR_LOOPBACK);
-        addr_p->len            = sizeof(*in);
-        if (ifname != NULL) {
-            coll_strlcpy(ifname, "lo", ifname_len);
-        }
-    } else {
-        addr_p->len = best->ifa_addr->sa_family == AF_INET ? sizeof(struct sockaddr_in)
-                                                            : sizeof(struct sockaddr_in6);
-        memcpy(&addr_p->ss, best->ifa_addr, addr_p->len);
-        if (ifname != NULL) {
-            coll_strlcpy(ifname, best->ifa_name, ifname_len);
-        }
-    }
-    freeifaddrs(ifs);
-    coll_sock_set_port(addr_p, 0);
-    return COLL_OK;
 }
 
 void coll_sock_nonblock(int fd)

@@ -24,9 +24,11 @@ const char *coll_sock_str(const coll_sockaddr_t *addr, char *buf, size_t len);
 int  coll_sock_port(const coll_sockaddr_t *addr);
 void coll_sock_set_port(coll_sockaddr_t *addr, int port);
 
-/* Address of the interface to use (COLL_SOCKET_IFNAME: prefixes, ^ excludes, = exact; default
- * skips lo and docker*, falls back to loopback). ifname_p (may be NULL) receives its name. */
-coll_result_t coll_sock_pick_addr(coll_sockaddr_t *addr_p, char *ifname, size_t ifname_len);
+/* ifaddr.c: address of the interface to use (COLL_SOCKET_IFNAME: prefixes, ^ excludes,
+ * = exact; default skips loopback, docker* and link-local IPv6; loopback when all_local or
+ * nothing else is up). ifname_p (IF_NAMESIZE bytes) and why_p may be NULL. */
+coll_result_t coll_sock_pick_addr(int all_local, coll_sockaddr_t *addr_p, char *ifname_p,
+                                  const char **why_p);
 /* Does name pass the filter (NCCL syntax)? Exposed for tests. */
 int coll_sock_ifname_match(const char *filter, const char *name);
 
