@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Polite waiting. A wait polls for COLL_SPIN_TIME, then sleeps inside the transports (futex
+ * Polite waiting. A wait polls for COLL_SPIN_TIME, yielding the CPU after each pass so that
+ * an oversubscribed peer can run, then sleeps inside the transports (futex
  * for shm, poll for tcp) in slices of at most 20 ms, checking between slices the bootstrap
  * control connection (another rank died or aborted), the abort flag, and the deadline: if no
  * step of the communicator completed for timeout_s, the wait fails naming the peer it waits on.
@@ -78,6 +79,9 @@ coll_result_t coll_engine_wait(coll_task_t *req)
         }
         if (now - start >= spin) {
             wait_block(comm, WAIT_SLICE_S);
+        } else {
+            /* oversubscribed (more ranks than cores): let the rank we wait for run */
+            sched_yield();
         }
     }
     if (comm->error != COLL_OK) {

@@ -190,7 +190,7 @@ static void test_defaults(void)
     ASSERT_EQ(coll_param_size(COLL_P_CHUNK_SIZE), 256 * 1024);
     ASSERT_EQ(coll_param_int(COLL_P_TCP_NSOCKS), 2);
     ASSERT_EQ(coll_param_int(COLL_P_RANK), -1);
-    ASSERT_TRUE(fabs(coll_param_time(COLL_P_SPIN_TIME) - 20e-6) < 1e-12);
+    ASSERT_TRUE(fabs(coll_param_time(COLL_P_SPIN_TIME) - 500e-6) < 1e-12);
     ASSERT_EQ(coll_param_enum(COLL_P_DEBUG), COLL_LOG_INFO);
     ASSERT_EQ(strcmp(coll_param_str(COLL_P_ALGO), "auto"), 0);
     ASSERT_EQ(coll_param_is_set(COLL_P_ALGO), 0);
