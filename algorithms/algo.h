@@ -26,13 +26,13 @@ const char *coll_op_name(coll_op_t op);
 
 /* A collective call as the algorithm sees it. */
 typedef struct coll_args {
-    coll_op_t    coll;
-    size_t       count;    /* elements as in the API: recvcount (reduce_scatter), sendcount
-                              (allgather), per-peer count (alltoall), count otherwise */
+    coll_op_t coll;
+    size_t    count; /* elements as in the API: recvcount (reduce_scatter), sendcount
+                        (allgather), per-peer count (alltoall), count otherwise */
     coll_dtype_t dtype;
-    coll_redop_t op;       /* may be AVG */
-    int          root;     /* broadcast/reduce root; send/recv peer; else -1 */
-    int          in_place; /* NCCL's in-place rule held for this call (see below) */
+    coll_redop_t op;          /* may be AVG */
+    int          root;        /* broadcast/reduce root; send/recv peer; else -1 */
+    int          in_place;    /* NCCL's in-place rule held for this call (see below) */
     size_t       chunk_bytes; /* pipeline chunk (COLL_CHUNK_SIZE), > 0 */
 } coll_args_t;
 
@@ -46,13 +46,14 @@ typedef struct coll_args {
  */
 
 typedef struct coll_algo {
-    const char *name;   /* value accepted by COLL_ALGO: "ring", "chain", "pairwise", ... */
-    const char *desc;   /* one line, printed by collinfo */
-    uint32_t    colls;  /* bitmask of (1u << coll_op_t) */
+    const char *name;  /* value accepted by COLL_ALGO: "ring", "chain", "pairwise", ... */
+    const char *desc;  /* one line, printed by collinfo */
+    uint32_t    colls; /* bitmask of (1u << coll_op_t) */
     /* Pure: can it run this call on nranks ranks? */
     int (*supported)(int nranks, const coll_args_t *args);
     /* Pure: predicted time in microseconds with a simple alpha-beta model. */
-    double (*cost_us)(int nranks, const coll_args_t *args, double alpha_us, double beta_us_per_byte);
+    double (*cost_us)(int nranks, const coll_args_t *args, double alpha_us,
+                      double beta_us_per_byte);
     /* Build this rank's schedule into an initialised s (the caller finalizes it). */
     coll_result_t (*build)(int rank, int nranks, const coll_args_t *args, coll_sched_t *s);
 } coll_algo_t;

@@ -32,13 +32,13 @@ typedef enum {
 } coll_step_kind_t;
 
 typedef struct coll_step {
-    uint8_t  kind;       /* coll_step_kind_t */
-    uint8_t  src_buf;    /* coll_buf_id_t; SEND, RECV_REDUCE, COPY, REDUCE */
-    uint8_t  dst_buf;    /* coll_buf_id_t; RECV*, COPY, REDUCE, DIV */
+    uint8_t  kind;    /* coll_step_kind_t */
+    uint8_t  src_buf; /* coll_buf_id_t; SEND, RECV_REDUCE, COPY, REDUCE */
+    uint8_t  dst_buf; /* coll_buf_id_t; RECV*, COPY, REDUCE, DIV */
     uint8_t  pad_;
-    int32_t  peer;       /* SEND / RECV*: communicator rank */
-    uint32_t tag;        /* SEND / RECV*: equal on both sides; unique per ordered pair */
-    uint32_t ndeps;      /* steps that must complete first (filled by coll_sched_finalize) */
+    int32_t  peer;  /* SEND / RECV*: communicator rank */
+    uint32_t tag;   /* SEND / RECV*: equal on both sides; unique per ordered pair */
+    uint32_t ndeps; /* steps that must complete first (filled by coll_sched_finalize) */
     uint64_t src_off;
     uint64_t dst_off;
     uint64_t len;        /* bytes; a multiple of the dtype size */
@@ -55,13 +55,13 @@ typedef struct coll_sched {
     coll_step_t *steps;
     uint32_t     nsteps;
     uint32_t     cap;
-    uint32_t    *succ;          /* successor lists (CSR), built by finalize */
+    uint32_t    *succ; /* successor lists (CSR), built by finalize */
     uint32_t     nsucc;
     /* builder state: dependency edges (from -> to), turned into succ[] by finalize */
-    uint32_t    *edges;
-    uint32_t     nedges;
-    uint32_t     edges_cap;
-    int          finalized;
+    uint32_t     *edges;
+    uint32_t      nedges;
+    uint32_t      edges_cap;
+    int           finalized;
     coll_result_t build_error; /* first allocation failure while building */
 } coll_sched_t;
 
@@ -79,8 +79,8 @@ int coll_sched_recv(coll_sched_t *s, int peer, uint32_t tag, coll_buf_id_t buf, 
 int coll_sched_recv_reduce(coll_sched_t *s, int peer, uint32_t tag, coll_buf_id_t dst_buf,
                            uint64_t dst_off, coll_buf_id_t operand_buf, uint64_t operand_off,
                            uint64_t len);
-int coll_sched_copy(coll_sched_t *s, coll_buf_id_t dst_buf, uint64_t dst_off,
-                    coll_buf_id_t src_buf, uint64_t src_off, uint64_t len);
+int coll_sched_copy(coll_sched_t *s, coll_buf_id_t dst_buf, uint64_t dst_off, coll_buf_id_t src_buf,
+                    uint64_t src_off, uint64_t len);
 int coll_sched_reduce(coll_sched_t *s, coll_buf_id_t dst_buf, uint64_t dst_off,
                       coll_buf_id_t src_buf, uint64_t src_off, uint64_t len);
 int coll_sched_div(coll_sched_t *s, coll_buf_id_t buf, uint64_t off, uint64_t len);
@@ -96,7 +96,7 @@ coll_result_t coll_sched_finalize(coll_sched_t *s);
 coll_result_t coll_sched_check(const coll_sched_t *s, char *msg, size_t msglen);
 
 /* One line per step, for COLL_DEBUG=trace and tests. */
-void coll_sched_print(const coll_sched_t *s, FILE *out);
+void        coll_sched_print(const coll_sched_t *s, FILE *out);
 const char *coll_step_kind_name(coll_step_kind_t kind);
 
 #endif

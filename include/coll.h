@@ -98,13 +98,16 @@ typedef struct {
 
 /** @brief Per-communicator settings; they take precedence over the environment. */
 typedef struct {
-    size_t      size;       /* sizeof(coll_config_t), set by COLL_CONFIG_INITIALIZER */
-    double      timeout_s;  /* deadline of every wait in seconds; <= 0 takes COLL_TIMEOUT */
-    const char *name;       /* communicator name used in log lines; NULL for none */
+    size_t      size;      /* sizeof(coll_config_t), set by COLL_CONFIG_INITIALIZER */
+    double      timeout_s; /* deadline of every wait in seconds; <= 0 takes COLL_TIMEOUT */
+    const char *name;      /* communicator name used in log lines; NULL for none */
 } coll_config_t;
 
 /** @brief Initialiser giving every field its "use the environment" value. */
-#define COLL_CONFIG_INITIALIZER {sizeof(coll_config_t), 0.0, NULL}
+#define COLL_CONFIG_INITIALIZER                                                                    \
+    {                                                                                              \
+        sizeof(coll_config_t), 0.0, NULL                                                           \
+    }
 
 /* ---- library ---- */
 
@@ -200,8 +203,7 @@ COLL_API coll_result_t coll_allreduce(const void *sendbuf, void *recvbuf, size_t
                                       coll_dtype_t dtype, coll_redop_t op, coll_comm_t *comm);
 /** @brief Reduce nranks * recvcount elements; rank r receives block r. */
 COLL_API coll_result_t coll_reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
-                                           coll_dtype_t dtype, coll_redop_t op,
-                                           coll_comm_t *comm);
+                                           coll_dtype_t dtype, coll_redop_t op, coll_comm_t *comm);
 /** @brief recvbuf block r = sendbuf of rank r (sendcount elements each). */
 COLL_API coll_result_t coll_allgather(const void *sendbuf, void *recvbuf, size_t sendcount,
                                       coll_dtype_t dtype, coll_comm_t *comm);
@@ -232,8 +234,8 @@ COLL_API coll_result_t coll_iallreduce(const void *sendbuf, void *recvbuf, size_
                                        coll_dtype_t dtype, coll_redop_t op, coll_comm_t *comm,
                                        coll_request_t **req_p);
 COLL_API coll_result_t coll_ireduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
-                                            coll_dtype_t dtype, coll_redop_t op,
-                                            coll_comm_t *comm, coll_request_t **req_p);
+                                            coll_dtype_t dtype, coll_redop_t op, coll_comm_t *comm,
+                                            coll_request_t **req_p);
 COLL_API coll_result_t coll_iallgather(const void *sendbuf, void *recvbuf, size_t sendcount,
                                        coll_dtype_t dtype, coll_comm_t *comm,
                                        coll_request_t **req_p);
@@ -269,13 +271,13 @@ COLL_API coll_result_t coll_test(coll_request_t *req, int *done_p);
 
 /** @brief One configuration parameter as the library resolved it. */
 typedef struct {
-    const char *name;    /* environment variable, e.g. "COLL_TIMEOUT" */
-    const char *type;    /* "int", "size", "bool", "time", "enum", "list", "string" */
-    const char *value;   /* effective value as text */
-    const char *deflt;   /* default as text */
-    const char *source;  /* "default", "environment", "config file <path>" */
-    const char *subsys;  /* log subsystem the parameter belongs to */
-    const char *help;    /* one line */
+    const char *name;   /* environment variable, e.g. "COLL_TIMEOUT" */
+    const char *type;   /* "int", "size", "bool", "time", "enum", "list", "string" */
+    const char *value;  /* effective value as text */
+    const char *deflt;  /* default as text */
+    const char *source; /* "default", "environment", "config file <path>" */
+    const char *subsys; /* log subsystem the parameter belongs to */
+    const char *help;   /* one line */
 } coll_param_info_t;
 
 /** @brief Number of parameters (loads the configuration on first use). */
@@ -285,10 +287,10 @@ COLL_API coll_result_t coll_param_get(int i, coll_param_info_t *info_p);
 
 /** @brief One transport built into the library. */
 typedef struct {
-    const char *name;     /* "shm", "tcp", ... */
-    const char *desc;     /* one line */
-    int         usable;   /* 1 if it can run on this machine now */
-    const char *why_not;  /* reason when not usable, else "" */
+    const char *name;    /* "shm", "tcp", ... */
+    const char *desc;    /* one line */
+    int         usable;  /* 1 if it can run on this machine now */
+    const char *why_not; /* reason when not usable, else "" */
 } coll_transport_info_t;
 
 /** @brief Number of transports built in. */
@@ -298,9 +300,9 @@ COLL_API coll_result_t coll_transport_get(int i, coll_transport_info_t *info_p);
 
 /** @brief One algorithm built into the library. */
 typedef struct {
-    const char *name;   /* value accepted by COLL_ALGO, e.g. "ring" */
-    const char *desc;   /* one line */
-    const char *colls;  /* collectives it implements, comma separated */
+    const char *name;  /* value accepted by COLL_ALGO, e.g. "ring" */
+    const char *desc;  /* one line */
+    const char *colls; /* collectives it implements, comma separated */
 } coll_algo_info_t;
 
 /** @brief Number of algorithms built in. */

@@ -202,7 +202,7 @@ static coll_result_t match_buffer(coll_tp_match_t *m, uint64_t tag, size_t total
         coll_tp_op_t *op = u->waiting;
         match_put(op, 0, u->data, u->total);
         op->bytes = u->total;
-        prev = NULL;
+        prev      = NULL;
         for (coll_tp_unexp_t *t = m->unexp_head; t != u; t = t->next) {
             prev = t;
         }

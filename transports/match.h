@@ -23,8 +23,8 @@ typedef struct coll_tp_match {
     coll_tp_op_t    *posted_head;
     coll_tp_op_t    *posted_tail;
     coll_tp_unexp_t *unexp_head;
-    int              peer;   /* for error messages */
-    const char      *tpname; /* for error messages */
+    int              peer;        /* for error messages */
+    const char      *tpname;      /* for error messages */
     size_t           unexp_bytes; /* buffered now, for diagnostics */
 } coll_tp_match_t;
 

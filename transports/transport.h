@@ -16,8 +16,8 @@
 #include <stdint.h>
 #include "coll.h"
 
-#define COLL_TRANSPORT_ABI  1    /* bump on any incompatible change of this header */
-#define COLL_TP_HANDLE_MAX  256  /* bytes of a listen handle exchanged through bootstrap */
+#define COLL_TRANSPORT_ABI   1   /* bump on any incompatible change of this header */
+#define COLL_TP_HANDLE_MAX   256 /* bytes of a listen handle exchanged through bootstrap */
 #define COLL_TP_HOSTNAME_MAX 64
 
 typedef struct coll_tp_ctx coll_tp_ctx_t; /* per (communicator, transport), defined by each */
@@ -26,16 +26,16 @@ typedef struct coll_tp_ctx coll_tp_ctx_t; /* per (communicator, transport), defi
 typedef struct coll_peer_info {
     int      rank;
     int      pid;
-    uint64_t host_hash;                       /* equal on one host (or same COLL_HOSTID) */
-    char     hostname[COLL_TP_HOSTNAME_MAX];  /* for messages only */
+    uint64_t host_hash;                      /* equal on one host (or same COLL_HOSTID) */
+    char     hostname[COLL_TP_HOSTNAME_MAX]; /* for messages only */
 } coll_peer_info_t;
 
 typedef struct coll_tp_init_args {
-    int                     rank;     /* this process' rank in the communicator */
+    int                     rank; /* this process' rank in the communicator */
     int                     nranks;
-    uint64_t                comm_id;  /* unique per communicator: names shm segments */
-    uint64_t                job_tag;  /* carried by every wire header, checked on receipt */
-    const coll_peer_info_t *peers;    /* nranks entries, peers[rank] is self */
+    uint64_t                comm_id;   /* unique per communicator: names shm segments */
+    uint64_t                job_tag;   /* carried by every wire header, checked on receipt */
+    const coll_peer_info_t *peers;     /* nranks entries, peers[rank] is self */
     double                  timeout_s; /* communicator's deadline for waits */
 } coll_tp_init_args_t;
 
@@ -43,16 +43,16 @@ typedef void (*coll_tp_done_fn_t)(void *arg, coll_result_t status);
 
 /* One message to send or receive. Fields above the line are set by the caller. */
 typedef struct coll_tp_op {
-    void             *buf;      /* send: source; recv: destination */
-    size_t            len;      /* bytes; a receive must be posted with the sender's length */
-    uint64_t          tag;      /* matches a send to a receive on the same pair of ranks */
-    const void       *operand;  /* recv only: NULL = copy; else buf = op(operand, incoming) */
-    coll_dtype_t      dtype;    /* recv with operand: element type (len is a multiple) */
-    coll_redop_t      op;       /* recv with operand: SUM, PROD, MIN or MAX (never AVG) */
-    coll_tp_done_fn_t done;     /* completion callback */
-    void             *arg;      /* its argument */
+    void             *buf;     /* send: source; recv: destination */
+    size_t            len;     /* bytes; a receive must be posted with the sender's length */
+    uint64_t          tag;     /* matches a send to a receive on the same pair of ranks */
+    const void       *operand; /* recv only: NULL = copy; else buf = op(operand, incoming) */
+    coll_dtype_t      dtype;   /* recv with operand: element type (len is a multiple) */
+    coll_redop_t      op;      /* recv with operand: SUM, PROD, MIN or MAX (never AVG) */
+    coll_tp_done_fn_t done;    /* completion callback */
+    void             *arg;     /* its argument */
     /* ---- owned by the transport / matching layer while in flight ---- */
-    size_t             bytes;   /* bytes sent, or delivered into buf */
+    size_t             bytes; /* bytes sent, or delivered into buf */
     struct coll_tp_op *next;
     void              *tp_priv; /* transport's own per-op pointer */
 } coll_tp_op_t;
@@ -70,10 +70,10 @@ enum {
 };
 
 typedef struct coll_transport_ops {
-    uint32_t    abi;   /* COLL_TRANSPORT_ABI, checked at registration */
-    const char *name;  /* "tcp": also its COLL_TCP_* parameter prefix */
-    const char *desc;  /* one line for collinfo */
-    uint32_t    caps;  /* COLL_TP_CAP_* */
+    uint32_t    abi;  /* COLL_TRANSPORT_ABI, checked at registration */
+    const char *name; /* "tcp": also its COLL_TCP_* parameter prefix */
+    const char *desc; /* one line for collinfo */
+    uint32_t    caps; /* COLL_TP_CAP_* */
 
     /* Can this machine run the transport at all? why_p gets a static reason if not. */
     int (*usable)(const char **why_p);
@@ -86,8 +86,7 @@ typedef struct coll_transport_ops {
     /* Connect to every rank in peers[0..npeers) given all ranks' handles (indexed by rank);
      * eps_p[i] receives the endpoint of peers[i]. May block until deadline (coll_time_s()). */
     coll_result_t (*connect_all)(coll_tp_ctx_t *ctx, const int *peers, int npeers,
-                                 const void *const *handles, double deadline,
-                                 coll_tp_ep_t **eps_p);
+                                 const void *const *handles, double deadline, coll_tp_ep_t **eps_p);
     /* Optional: every peer is connected (after a bootstrap barrier): e.g. unlink names. */
     void (*established)(coll_tp_ctx_t *ctx);
     /* Data path, non-blocking. Errors here are immediate (bad length...); peer failures are
@@ -104,8 +103,8 @@ typedef struct coll_transport_ops {
 } coll_transport_ops_t;
 
 /* transports/registry.c */
-int                          coll_tp_registry_count(void);
-const coll_transport_ops_t  *coll_tp_registry_get(int i);
-const coll_transport_ops_t  *coll_tp_registry_find(const char *name);
+int                         coll_tp_registry_count(void);
+const coll_transport_ops_t *coll_tp_registry_get(int i);
+const coll_transport_ops_t *coll_tp_registry_find(const char *name);
 
 #endif

@@ -49,12 +49,12 @@ static coll_result_t check_buffers(coll_comm_t *comm, const char *fn, coll_args_
                                    const void *sendbuf, const void *recvbuf, size_t sbytes,
                                    size_t rbytes)
 {
-    int    r       = comm->rank;
-    int    is_root = a->root == r;
-    size_t esz     = coll_dtype_size(a->dtype);
+    int    r         = comm->rank;
+    int    is_root   = a->root == r;
+    size_t esz       = coll_dtype_size(a->dtype);
     int    need_send = a->coll != COLL_OP_RECV && a->coll != COLL_OP_BARRIER &&
                     (a->coll != COLL_OP_BROADCAST || is_root);
-    int    need_recv = a->coll != COLL_OP_SEND && a->coll != COLL_OP_BARRIER &&
+    int need_recv = a->coll != COLL_OP_SEND && a->coll != COLL_OP_BARRIER &&
                     (a->coll != COLL_OP_REDUCE || is_root);
     if (need_send && sbytes > 0 && sendbuf == NULL) {
         return coll_comm_arg_error(comm, COLL_ERR_INVALID_ARG, "%s: sendbuf is NULL", fn);
@@ -85,7 +85,8 @@ static coll_result_t check_buffers(coll_comm_t *comm, const char *fn, coll_args_
     if (!a->in_place && check_overlap(s, sbytes, d, rbytes)) {
         return coll_comm_arg_error(comm, COLL_ERR_INVALID_ARG,
                                    "%s: sendbuf and recvbuf overlap but the call is not in place "
-                                   "(see coll.h for the in-place rule)", fn);
+                                   "(see coll.h for the in-place rule)",
+                                   fn);
     }
     return COLL_OK;
 }

@@ -37,7 +37,9 @@ static coll_result_t colls_run(coll_comm_t *comm, const char *fn, coll_args_t *a
 }
 
 #define COLLS_ARGS(_coll, _count, _dtype, _op, _root)                                              \
-    {.coll = (_coll), .count = (_count), .dtype = (_dtype), .op = (_op), .root = (_root)}
+    {                                                                                              \
+        .coll = (_coll), .count = (_count), .dtype = (_dtype), .op = (_op), .root = (_root)        \
+    }
 
 COLL_API coll_result_t coll_iallreduce(const void *sendbuf, void *recvbuf, size_t count,
                                        coll_dtype_t dtype, coll_redop_t op, coll_comm_t *comm,
@@ -55,16 +57,15 @@ COLL_API coll_result_t coll_allreduce(const void *sendbuf, void *recvbuf, size_t
 }
 
 COLL_API coll_result_t coll_ireduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
-                                            coll_dtype_t dtype, coll_redop_t op,
-                                            coll_comm_t *comm, coll_request_t **req_p)
+                                            coll_dtype_t dtype, coll_redop_t op, coll_comm_t *comm,
+                                            coll_request_t **req_p)
 {
     coll_args_t a = COLLS_ARGS(COLL_OP_REDUCE_SCATTER, recvcount, dtype, op, -1);
     return colls_start(comm, "coll_ireduce_scatter", &a, sendbuf, recvbuf, req_p);
 }
 
 COLL_API coll_result_t coll_reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
-                                           coll_dtype_t dtype, coll_redop_t op,
-                                           coll_comm_t *comm)
+                                           coll_dtype_t dtype, coll_redop_t op, coll_comm_t *comm)
 {
     coll_args_t a = COLLS_ARGS(COLL_OP_REDUCE_SCATTER, recvcount, dtype, op, -1);
     return colls_run(comm, "coll_reduce_scatter", &a, sendbuf, recvbuf);
@@ -109,16 +110,14 @@ COLL_API coll_result_t coll_ireduce(const void *sendbuf, void *recvbuf, size_t c
 }
 
 COLL_API coll_result_t coll_reduce(const void *sendbuf, void *recvbuf, size_t count,
-                                   coll_dtype_t dtype, coll_redop_t op, int root,
-                                   coll_comm_t *comm)
+                                   coll_dtype_t dtype, coll_redop_t op, int root, coll_comm_t *comm)
 {
     coll_args_t a = COLLS_ARGS(COLL_OP_REDUCE, count, dtype, op, root);
     return colls_run(comm, "coll_reduce", &a, sendbuf, recvbuf);
 }
 
 COLL_API coll_result_t coll_ialltoall(const void *sendbuf, void *recvbuf, size_t count,
-                                      coll_dtype_t dtype, coll_comm_t *comm,
-                                      coll_request_t **req_p)
+                                      coll_dtype_t dtype, coll_comm_t *comm, coll_request_t **req_p)
 {
     coll_args_t a = COLLS_ARGS(COLL_OP_ALLTOALL, count, dtype, COLL_SUM, -1);
     return colls_start(comm, "coll_ialltoall", &a, sendbuf, recvbuf, req_p);

@@ -59,10 +59,10 @@ coll_result_t coll_comm_fail(coll_comm_t *comm, coll_result_t st, const char *fm
 /* Which transport reaches each peer: COLL_TRANSPORT restricts and orders the candidates. */
 static coll_result_t comm_pick_transports(coll_comm_t *comm)
 {
-    const char *want = coll_param_str(COLL_P_TRANSPORT);
+    const char *want  = coll_param_str(COLL_P_TRANSPORT);
     int         autom = want == NULL || want[0] == '\0' || strcmp(want, "auto") == 0;
     for (int i = 0; i < coll_tp_registry_count() && comm->ntp < COLL_COMM_MAX_TP; i++) {
-        const coll_transport_ops_t *t = coll_tp_registry_get(i);
+        const coll_transport_ops_t *t   = coll_tp_registry_get(i);
         const char                 *why = "";
         if (t == NULL) {
             continue;
@@ -92,8 +92,8 @@ static coll_result_t comm_pick_transports(coll_comm_t *comm)
         if (best < 0 || best_score < 0) {
             return coll_set_last_error(
                 COLL_ERR_UNSUPPORTED,
-                "rank %d: no transport reaches rank %d on host %s (COLL_TRANSPORT=%s)",
-                comm->rank, p, comm->peers[p].hostname, want);
+                "rank %d: no transport reaches rank %d on host %s (COLL_TRANSPORT=%s)", comm->rank,
+                p, comm->peers[p].hostname, want);
         }
         comm->ep_tp[p] = (int8_t)best;
         comm->tp[best].npeers++;
@@ -103,29 +103,32 @@ static coll_result_t comm_pick_transports(coll_comm_t *comm)
 
 static coll_result_t comm_connect(coll_comm_t *comm, double deadline)
 {
-    coll_result_t st = COLL_OK;
-    size_t        hsz = COLL_TP_HANDLE_MAX * COLL_COMM_MAX_TP;
-    char         *mine = coll_calloc(1, hsz, "transport handles");
-    char         *all  = coll_calloc((size_t)comm->nranks, hsz, "transport handles");
-    int          *peers = coll_calloc((size_t)comm->nranks, sizeof(int), "peer list");
-    coll_tp_ep_t **eps  = coll_calloc((size_t)comm->nranks, sizeof(*eps), "endpoints");
-    const void  **handles = coll_calloc((size_t)comm->nranks, sizeof(void *), "handles");
+    coll_result_t  st      = COLL_OK;
+    size_t         hsz     = COLL_TP_HANDLE_MAX * COLL_COMM_MAX_TP;
+    char          *mine    = coll_calloc(1, hsz, "transport handles");
+    char          *all     = coll_calloc((size_t)comm->nranks, hsz, "transport handles");
+    int           *peers   = coll_calloc((size_t)comm->nranks, sizeof(int), "peer list");
+    coll_tp_ep_t **eps     = coll_calloc((size_t)comm->nranks, sizeof(*eps), "endpoints");
+    const void   **handles = coll_calloc((size_t)comm->nranks, sizeof(void *), "handles");
     if (mine == NULL || all == NULL || peers == NULL || eps == NULL || handles == NULL) {
         st = COLL_ERR_NO_MEMORY;
         goto out;
     }
-    coll_tp_init_args_t ia = {.rank = comm->rank, .nranks = comm->nranks,
-                              .comm_id = comm->comm_id,
-                              .job_tag = coll_bootstrap_job_tag(comm->bs),
-                              .peers = comm->peers, .timeout_s = comm->timeout_s};
+    coll_tp_init_args_t ia = {.rank      = comm->rank,
+                              .nranks    = comm->nranks,
+                              .comm_id   = comm->comm_id,
+                              .job_tag   = coll_bootstrap_job_tag(comm->bs),
+                              .peers     = comm->peers,
+                              .timeout_s = comm->timeout_s};
     for (int t = 0; t < comm->ntp; t++) {
         size_t hlen = COLL_TP_HANDLE_MAX;
         if (comm->tp[t].npeers == 0) {
             continue;
         }
         COLL_CHECK_GOTO(comm->tp[t].ops->init(&ia, &comm->tp[t].ctx), st, out);
-        COLL_CHECK_GOTO(comm->tp[t].ops->listen(comm->tp[t].ctx, mine + t * COLL_TP_HANDLE_MAX,
-                                                &hlen), st, out);
+        COLL_CHECK_GOTO(
+            comm->tp[t].ops->listen(comm->tp[t].ctx, mine + t * COLL_TP_HANDLE_MAX, &hlen), st,
+            out);
     }
     COLL_CHECK_GOTO(coll_bootstrap_allgather(comm->bs, mine, hsz, all, deadline), st, out);
     for (int t = 0; t < comm->ntp; t++) {
@@ -139,8 +142,9 @@ static coll_result_t comm_connect(coll_comm_t *comm, double deadline)
                 peers[n++] = p;
             }
         }
-        COLL_CHECK_GOTO(comm->tp[t].ops->connect_all(comm->tp[t].ctx, peers, n, handles,
-                                                     deadline, eps), st, out);
+        COLL_CHECK_GOTO(
+            comm->tp[t].ops->connect_all(comm->tp[t].ctx, peers, n, handles, deadline, eps), st,
+            out);
         for (int i = 0; i < n; i++) {
             comm->eps[peers[i]] = eps[i];
         }
@@ -206,15 +210,15 @@ static coll_result_t comm_alloc(coll_comm_t **comm_p, int nranks, int rank,
         }
     }
     pthread_mutex_init(&comm->lock, NULL);
-    comm->peers    = coll_calloc((size_t)nranks, sizeof(*comm->peers), "peers");
-    comm->eps      = coll_calloc((size_t)nranks, sizeof(*comm->eps), "endpoints");
-    comm->ep_tp    = coll_calloc((size_t)nranks, 1, "transport map");
-    comm->send_seq = coll_calloc((size_t)nranks, sizeof(uint32_t), "sequences");
-    comm->recv_seq = coll_calloc((size_t)nranks, sizeof(uint32_t), "sequences");
+    comm->peers         = coll_calloc((size_t)nranks, sizeof(*comm->peers), "peers");
+    comm->eps           = coll_calloc((size_t)nranks, sizeof(*comm->eps), "endpoints");
+    comm->ep_tp         = coll_calloc((size_t)nranks, 1, "transport map");
+    comm->send_seq      = coll_calloc((size_t)nranks, sizeof(uint32_t), "sequences");
+    comm->recv_seq      = coll_calloc((size_t)nranks, sizeof(uint32_t), "sequences");
     const char *algo    = coll_param_str(COLL_P_ALGO);
     comm->algo_override = strdup(algo != NULL ? algo : "auto");
-    if (comm->peers == NULL || comm->eps == NULL || comm->ep_tp == NULL ||
-        comm->send_seq == NULL || comm->recv_seq == NULL || comm->algo_override == NULL) {
+    if (comm->peers == NULL || comm->eps == NULL || comm->ep_tp == NULL || comm->send_seq == NULL ||
+        comm->recv_seq == NULL || comm->algo_override == NULL) {
         comm_free(comm);
         return COLL_ERR_NO_MEMORY;
     }
@@ -233,8 +237,8 @@ coll_result_t coll_comm_create(coll_comm_t **comm_p, int nranks, const coll_uniq
     COLL_CHECK_GOTO(coll_bootstrap_connect(id, rank, nranks, deadline, &comm->bs), st, err);
     coll_peer_info_t self = {.rank = rank, .pid = (int)getpid(), .host_hash = coll_host_hash()};
     coll_strlcpy(self.hostname, coll_hostname(), sizeof(self.hostname));
-    COLL_CHECK_GOTO(coll_bootstrap_allgather(comm->bs, &self, sizeof(self), comm->peers,
-                                             deadline), st, err);
+    COLL_CHECK_GOTO(coll_bootstrap_allgather(comm->bs, &self, sizeof(self), comm->peers, deadline),
+                    st, err);
     comm->comm_id = coll_hash64(coll_bootstrap_seed(comm->bs) ^ (uint64_t)comm->peers[0].pid);
     COLL_CHECK_GOTO(comm_pick_transports(comm), st, err);
     COLL_CHECK_GOTO(comm_connect(comm, deadline), st, err);
@@ -264,7 +268,7 @@ COLL_API coll_result_t coll_comm_destroy(coll_comm_t *comm)
                   comm->rank);
     }
     coll_result_t st = coll_bootstrap_close(comm->bs, coll_time_s() + comm->timeout_s);
-    comm->bs = NULL;
+    comm->bs         = NULL;
     comm_free(comm);
     return st == COLL_ERR_TIMEOUT ? COLL_OK : st;
 }

@@ -13,16 +13,16 @@
 #include "transport.h"
 #include "bootstrap/bootstrap.h"
 
-#define COLL_COMM_MAGIC     0x434f4d4du /* "COMM" */
-#define COLL_COMM_MAX_TP    8
-#define COLL_SCHED_CACHE    16
+#define COLL_COMM_MAGIC  0x434f4d4du /* "COMM" */
+#define COLL_COMM_MAX_TP 8
+#define COLL_SCHED_CACHE 16
 
 struct coll_request;
 struct coll_sched_entry;
 
 typedef struct coll_comm_tp {
     const coll_transport_ops_t *ops;
-    coll_tp_ctx_t              *ctx;   /* NULL if no peer uses it */
+    coll_tp_ctx_t              *ctx; /* NULL if no peer uses it */
     int                         npeers;
 } coll_comm_tp_t;
 
@@ -37,9 +37,9 @@ struct coll_comm {
     coll_peer_info_t *peers;
     coll_comm_tp_t    tp[COLL_COMM_MAX_TP];
     int               ntp;
-    coll_tp_ep_t    **eps;      /* by rank; NULL for self */
-    int8_t           *ep_tp;    /* transport index by rank; -1 for self */
-    int               nsplits;  /* splits made from this communicator so far */
+    coll_tp_ep_t    **eps;     /* by rank; NULL for self */
+    int8_t           *ep_tp;   /* transport index by rank; -1 for self */
+    int               nsplits; /* splits made from this communicator so far */
 
     /* engine */
     pthread_mutex_t          lock;

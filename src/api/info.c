@@ -13,11 +13,13 @@ COLL_API int coll_transport_count(void)
 
 COLL_API coll_result_t coll_transport_get(int i, coll_transport_info_t *info_p)
 {
-    const coll_transport_ops_t *t = coll_tp_registry_get(i);
+    const coll_transport_ops_t *t   = coll_tp_registry_get(i);
     const char                 *why = "";
     if (t == NULL || info_p == NULL) {
-        return coll_set_last_error(COLL_ERR_INVALID_ARG, "coll_transport_get: index %d is not "
-                                   "in 0..%d or info_p is NULL", i, coll_tp_registry_count() - 1);
+        return coll_set_last_error(COLL_ERR_INVALID_ARG,
+                                   "coll_transport_get: index %d is not "
+                                   "in 0..%d or info_p is NULL",
+                                   i, coll_tp_registry_count() - 1);
     }
     info_p->name    = t->name;
     info_p->desc    = t->desc;
@@ -36,8 +38,10 @@ COLL_API coll_result_t coll_algo_get(int i, coll_algo_info_t *info_p)
     static char        colls[64][256];
     const coll_algo_t *a = coll_algo_registry_get(i);
     if (a == NULL || info_p == NULL || i >= 64) {
-        return coll_set_last_error(COLL_ERR_INVALID_ARG, "coll_algo_get: index %d is not in "
-                                   "0..%d or info_p is NULL", i, coll_algo_registry_count() - 1);
+        return coll_set_last_error(COLL_ERR_INVALID_ARG,
+                                   "coll_algo_get: index %d is not in "
+                                   "0..%d or info_p is NULL",
+                                   i, coll_algo_registry_count() - 1);
     }
     colls[i][0] = '\0';
     for (int c = 0; c < COLL_OP_COUNT; c++) {

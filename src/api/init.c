@@ -104,11 +104,12 @@ COLL_API coll_result_t coll_init(int *argc, char ***argv, coll_comm_t **world_p)
     uint64_t nonce = coll_hash_bytes(job.secret, sizeof(job.secret), 0x6e6f6e6365ull);
     if (job.rank == 0) {
         coll_sockaddr_t any = init_any_addr(&job.root_addr);
-        st = coll_boot_root_start(&any, &job.root_addr, job.secret, nonce, &id);
+        st                  = coll_boot_root_start(&any, &job.root_addr, job.secret, nonce, &id);
         if (st != COLL_OK) {
             char buf[80];
-            coll_set_last_error(st, "rank 0 cannot host the bootstrap root on port %d (%s): "
-                                    "set COLL_ROOT_ADDR or MASTER_PORT to a free port",
+            coll_set_last_error(st,
+                                "rank 0 cannot host the bootstrap root on port %d (%s): "
+                                "set COLL_ROOT_ADDR or MASTER_PORT to a free port",
                                 coll_sock_port(&job.root_addr),
                                 coll_sock_str(&job.root_addr, buf, sizeof(buf)));
             goto out;
@@ -156,19 +157,21 @@ COLL_API coll_result_t coll_comm_split(coll_comm_t *comm, int color, int key,
     coll_result_t st;
     COLL_CHECK(coll_comm_check_handle(comm, "coll_comm_split"));
     if (newcomm_p == NULL) {
-        return coll_comm_arg_error(comm, COLL_ERR_INVALID_ARG, "coll_comm_split: newcomm_p is NULL");
+        return coll_comm_arg_error(comm, COLL_ERR_INVALID_ARG,
+                                   "coll_comm_split: newcomm_p is NULL");
     }
     if (color < 0 && color != COLL_SPLIT_NOCOLOR) {
         return coll_comm_arg_error(comm, COLL_ERR_INVALID_ARG,
                                    "coll_comm_split: color %d is negative (only "
-                                   "COLL_SPLIT_NOCOLOR may be)", color);
+                                   "COLL_SPLIT_NOCOLOR may be)",
+                                   color);
     }
-    *newcomm_p          = NULL;
-    double         deadline = coll_time_s() + coll_param_time(COLL_P_BOOTSTRAP_TIMEOUT);
-    int            n        = comm->nranks;
-    split_entry_t  mine     = {color, key, comm->rank};
-    split_entry_t *all      = coll_calloc((size_t)n, sizeof(*all), "split table");
-    coll_unique_id_t *ids   = coll_calloc((size_t)n, sizeof(*ids), "split ids");
+    *newcomm_p                 = NULL;
+    double            deadline = coll_time_s() + coll_param_time(COLL_P_BOOTSTRAP_TIMEOUT);
+    int               n        = comm->nranks;
+    split_entry_t     mine     = {color, key, comm->rank};
+    split_entry_t    *all      = coll_calloc((size_t)n, sizeof(*all), "split table");
+    coll_unique_id_t *ids      = coll_calloc((size_t)n, sizeof(*ids), "split ids");
     coll_unique_id_t  myid;
     memset(&myid, 0, sizeof(myid));
     if (all == NULL || ids == NULL) {
@@ -207,7 +210,7 @@ COLL_API coll_result_t coll_comm_split(coll_comm_t *comm, int color, int key,
     if (newrank >= 0) {
         coll_config_t cfg = COLL_CONFIG_INITIALIZER;
         cfg.timeout_s     = comm->timeout_s;
-        st = coll_comm_create(newcomm_p, nmem, &ids[leader], newrank, &cfg);
+        st                = coll_comm_create(newcomm_p, nmem, &ids[leader], newrank, &cfg);
     }
 out:
     coll_free(all);

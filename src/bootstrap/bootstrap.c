@@ -66,8 +66,8 @@ static coll_result_t boot_send(coll_bootstrap_t *bs, coll_boot_type_t type, uint
 static coll_result_t boot_recv(coll_bootstrap_t *bs, coll_boot_hdr_t *h, void *buf, size_t cap,
                                double deadline)
 {
-    char why[200];
-    char scratch[512];
+    char          why[200];
+    char          scratch[512];
     coll_result_t st = coll_sock_recv_all(bs->fd, h, sizeof(*h), deadline);
     if (st == COLL_ERR_TIMEOUT) {
         return st;
@@ -95,8 +95,8 @@ static coll_result_t boot_recv(coll_bootstrap_t *bs, coll_boot_hdr_t *h, void *b
         case COLL_BOOT_DEATH:
             return boot_fail(bs, COLL_ERR_REMOTE, "%s", scratch);
         case COLL_BOOT_ABORT:
-            return boot_fail(bs, COLL_ERR_REMOTE, "rank %d aborted the communicator: %s",
-                             h->rank, scratch);
+            return boot_fail(bs, COLL_ERR_REMOTE, "rank %d aborted the communicator: %s", h->rank,
+                             scratch);
         case COLL_BOOT_ERROR:
             return boot_fail(bs, COLL_ERR_REMOTE, "bootstrap failed: %s", scratch);
         default:

@@ -135,10 +135,10 @@ static coll_result_t env_from_slurm(coll_env_job_t *job)
     char ids[300];
     snprintf(ids, sizeof(ids), "slurm:%d:%d:%s", jobid, stepid, nodes ? nodes : "");
     env_secret_derive(ids, job->secret);
-    job->launcher   = "slurm";
-    int port        = 20000 + (int)(((unsigned)jobid * 131u + (unsigned)stepid) % 20000u);
-    const char *ma  = coll_env_get("MASTER_ADDR");
-    int         mp  = 0;
+    job->launcher    = "slurm";
+    int         port = 20000 + (int)(((unsigned)jobid * 131u + (unsigned)stepid) % 20000u);
+    const char *ma   = coll_env_get("MASTER_ADDR");
+    int         mp   = 0;
     if (ma != NULL && env_int("MASTER_PORT", &mp) == 1) {
         return env_root(job, ma, mp + (int)coll_param_int(COLL_P_BOOTSTRAP_PORT_OFFSET), "slurm");
     }
@@ -200,8 +200,8 @@ coll_result_t coll_env_discover(coll_env_job_t *job)
         st = env_from_slurm(job);
     } else {
         /* a plain run: one rank */
-        job->rank = 0;
-        job->nranks = 1;
+        job->rank     = 0;
+        job->nranks   = 1;
         job->launcher = "none";
         coll_random_bytes(job->secret, 16);
         st = coll_sock_parse("127.0.0.1:1", &job->root_addr);

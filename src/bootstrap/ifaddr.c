@@ -74,7 +74,8 @@ static int sock_if_filter_match(const sock_if_filter_t *f, const char *name)
 enum { SOCK_IF_DEFAULT, SOCK_IF_USER, SOCK_IF_LOOPBACK };
 
 /* Does interface entry ifa, of address family family, qualify under rule? */
-static int sock_if_accept(const struct ifaddrs *ifa, int family, int rule, const sock_if_filter_t *f)
+static int sock_if_accept(const struct ifaddrs *ifa, int family, int rule,
+                          const sock_if_filter_t *f)
 {
     int loop;
 
@@ -137,7 +138,6 @@ static void sock_if_loopback_v4(coll_sockaddr_t *addr_p, char *ifname)
     coll_strlcpy(ifname, "lo", IF_NAMESIZE);
 }
 
-
 int coll_sock_ifname_match(const char *filter, const char *name)
 {
     sock_if_filter_t f;
@@ -151,12 +151,12 @@ int coll_sock_ifname_match(const char *filter, const char *name)
 coll_result_t coll_sock_pick_addr(int all_local, coll_sockaddr_t *addr_p, char *ifname_p,
                                   const char **why_p)
 {
-    const char     *spec = coll_param_str(COLL_P_SOCKET_IFNAME);
-    const char     *why;
-    struct ifaddrs *list = NULL;
+    const char      *spec = coll_param_str(COLL_P_SOCKET_IFNAME);
+    const char      *why;
+    struct ifaddrs  *list = NULL;
     sock_if_filter_t filter;
-    char            ifname[IF_NAMESIZE];
-    int             user = spec != NULL && spec[0] != '\0';
+    char             ifname[IF_NAMESIZE];
+    int              user = spec != NULL && spec[0] != '\0';
 
     if (!user && all_local) {
         sock_if_loopback_v4(addr_p, ifname);
@@ -171,7 +171,8 @@ coll_result_t coll_sock_pick_addr(int all_local, coll_sockaddr_t *addr_p, char *
         sock_if_filter_parse(spec, &filter);
         if (!sock_if_search(list, SOCK_IF_USER, &filter, addr_p, ifname)) {
             freeifaddrs(list);
-            coll_error(BOOTSTRAP, "no UP interface with an address matches COLL_SOCKET_IFNAME=%s", spec);
+            coll_error(BOOTSTRAP, "no UP interface with an address matches COLL_SOCKET_IFNAME=%s",
+                       spec);
             return COLL_ERR_INVALID_USAGE;
         }
         why = "COLL_SOCKET_IFNAME";
@@ -193,4 +194,3 @@ out:
     }
     return COLL_OK;
 }
-

@@ -25,7 +25,7 @@
 
 typedef struct root_conn {
     int             fd;
-    int             rank;      /* -1 until HELLO accepted */
+    int             rank; /* -1 until HELLO accepted */
     int             said_bye;
     double          opened;
     coll_sockaddr_t from;
@@ -40,7 +40,7 @@ struct coll_boot_root {
     int               wake[2];
     uint64_t          job_tag;
     uint64_t          nonce;
-    int               nranks;     /* from the first accepted hello */
+    int               nranks; /* from the first accepted hello */
     root_conn_t     **conns;
     int               nconns;
     root_conn_t     **by_rank;
@@ -131,7 +131,7 @@ static int root_hello(coll_boot_root_t *r, root_conn_t *c, char *why, size_t why
         snprintf(why, whylen, "rank %d joined twice", h.rank);
         return -1;
     }
-    c->rank             = h.rank;
+    c->rank            = h.rank;
     r->by_rank[h.rank] = c;
     if (++r->joined == r->nranks) {
         root_broadcast(r, COLL_BOOT_WELCOME, -1, 0, NULL, 0, -1);
@@ -217,11 +217,11 @@ static int root_read(coll_boot_root_t *r, root_conn_t *c)
 {
     char why[200], addr[80];
     for (;;) {
-        void  *dst  = c->hdr_got < sizeof(c->hdr) ? (char *)&c->hdr + c->hdr_got
-                                                  : c->payload + c->pay_got;
-        size_t want = c->hdr_got < sizeof(c->hdr) ? sizeof(c->hdr) - c->hdr_got
-                                                  : c->hdr.len - c->pay_got;
-        ssize_t n   = want > 0 ? recv(c->fd, dst, want, 0) : 0;
+        void *dst =
+            c->hdr_got < sizeof(c->hdr) ? (char *)&c->hdr + c->hdr_got : c->payload + c->pay_got;
+        size_t want =
+            c->hdr_got < sizeof(c->hdr) ? sizeof(c->hdr) - c->hdr_got : c->hdr.len - c->pay_got;
+        ssize_t n = want > 0 ? recv(c->fd, dst, want, 0) : 0;
         if (want > 0 && n == 0) {
             root_lost(r, c, "connection closed; process died?");
             return -1;
@@ -238,8 +238,8 @@ static int root_read(coll_boot_root_t *r, root_conn_t *c)
             if (c->hdr_got < sizeof(c->hdr)) {
                 continue;
             }
-            if (coll_boot_hdr_check(&c->hdr, r->job_tag, COLL_BOOT_MAX_PAYLOAD, why,
-                                    sizeof(why)) != COLL_OK) {
+            if (coll_boot_hdr_check(&c->hdr, r->job_tag, COLL_BOOT_MAX_PAYLOAD, why, sizeof(why)) !=
+                COLL_OK) {
                 coll_warn(BOOTSTRAP, "root: rejected %s from %s: %s",
                           c->rank < 0 ? "connection" : "message",
                           coll_sock_str(&c->from, addr, sizeof(addr)), why);
@@ -321,9 +321,10 @@ static void root_expire(coll_boot_root_t *r)
                 break;
             }
         }
-        snprintf(msg, sizeof(msg),
-                 "only %d of %d ranks joined within COLL_BOOTSTRAP_TIMEOUT (first missing: rank %d)",
-                 r->joined, r->nranks, missing);
+        snprintf(
+            msg, sizeof(msg),
+            "only %d of %d ranks joined within COLL_BOOTSTRAP_TIMEOUT (first missing: rank %d)",
+            r->joined, r->nranks, missing);
         coll_error(BOOTSTRAP, "root: %s", msg);
         root_broadcast(r, COLL_BOOT_ERROR, -1, 0, msg, (uint32_t)strlen(msg) + 1, -1);
         r->done = 1;
@@ -428,7 +429,7 @@ coll_result_t coll_boot_root_start(const coll_sockaddr_t *bind_addr,
                                    const coll_sockaddr_t *advertise_addr, const uint8_t secret[16],
                                    uint64_t nonce, coll_unique_id_t *id_p)
 {
-    coll_boot_root_t *r = coll_calloc(1, sizeof(*r), "bootstrap root");
+    coll_boot_root_t *r    = coll_calloc(1, sizeof(*r), "bootstrap root");
     coll_sockaddr_t   addr = *bind_addr, adv = *advertise_addr;
     coll_result_t     st;
     if (r == NULL) {

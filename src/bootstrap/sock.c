@@ -45,7 +45,7 @@ coll_result_t coll_sock_parse(const char *text, coll_sockaddr_t *addr_p)
         return COLL_ERR_INVALID_ARG;
     }
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *res = NULL;
-    int             rc    = getaddrinfo(host, NULL, &hints, &res);
+    int             rc = getaddrinfo(host, NULL, &hints, &res);
     if (rc != 0 || res == NULL) {
         coll_error(BOOTSTRAP, "cannot resolve host '%s': %s", host, gai_strerror(rc));
         return COLL_ERR_INVALID_ARG;
@@ -144,8 +144,8 @@ coll_result_t coll_sock_connect(const coll_sockaddr_t *addr, double deadline, in
         close(fd);
         if (err != ECONNREFUSED && err != ETIMEDOUT && err != ENETUNREACH && err != EINTR &&
             err != EAGAIN && err != ECONNRESET) {
-            coll_error(BOOTSTRAP, "cannot connect to %s: %s",
-                       coll_sock_str(addr, buf, sizeof(buf)), strerror(err));
+            coll_error(BOOTSTRAP, "cannot connect to %s: %s", coll_sock_str(addr, buf, sizeof(buf)),
+                       strerror(err));
             return COLL_ERR_SYSTEM;
         }
         if (coll_time_s() + backoff > deadline) {
@@ -164,7 +164,7 @@ static coll_result_t sock_wait(int fd, short events, double deadline)
     if (left <= 0) {
         return COLL_ERR_TIMEOUT;
     }
-    struct pollfd p = {.fd = fd, .events = events};
+    struct pollfd p  = {.fd = fd, .events = events};
     int           ms = left > 1.0 ? 1000 : (int)(left * 1000) + 1;
     if (poll(&p, 1, ms) < 0 && errno != EINTR) {
         return COLL_ERR_SYSTEM;

@@ -21,8 +21,8 @@ typedef struct {
 coll_result_t coll_sock_parse(const char *text, coll_sockaddr_t *addr_p);
 /* Printable "a.b.c.d:port" into buf. */
 const char *coll_sock_str(const coll_sockaddr_t *addr, char *buf, size_t len);
-int  coll_sock_port(const coll_sockaddr_t *addr);
-void coll_sock_set_port(coll_sockaddr_t *addr, int port);
+int         coll_sock_port(const coll_sockaddr_t *addr);
+void        coll_sock_set_port(coll_sockaddr_t *addr, int port);
 
 /* ifaddr.c: address of the interface to use (COLL_SOCKET_IFNAME: prefixes, ^ excludes,
  * = exact; default skips loopback, docker* and link-local IPv6; loopback when all_local or

@@ -11,11 +11,11 @@
 #include <stdint.h>
 #include "coll.h"
 
-#define COLL_BOOT_MAGIC        0x424c4f43u /* "COLB" */
-#define COLL_BOOT_VERSION      1
-#define COLL_BOOT_MAX_PAYLOAD  (1u << 20)  /* per message from a rank */
-#define COLL_BOOT_MAX_RANKS    (1 << 20)
-#define COLL_UID_MAGIC         0x44495543u /* "CUID" */
+#define COLL_BOOT_MAGIC       0x424c4f43u /* "COLB" */
+#define COLL_BOOT_VERSION     1
+#define COLL_BOOT_MAX_PAYLOAD (1u << 20) /* per message from a rank */
+#define COLL_BOOT_MAX_RANKS   (1 << 20)
+#define COLL_UID_MAGIC        0x44495543u /* "CUID" */
 
 typedef enum {
     COLL_BOOT_HELLO = 1, /* rank -> root: join (payload: coll_boot_hello_t) */
@@ -34,9 +34,9 @@ typedef struct {
     uint16_t version;
     uint16_t type;
     uint64_t job_tag;
-    int32_t  rank;    /* sender's rank; -1 from the root */
-    uint32_t round;   /* GATHER round number */
-    uint32_t len;     /* payload bytes that follow */
+    int32_t  rank;  /* sender's rank; -1 from the root */
+    uint32_t round; /* GATHER round number */
+    uint32_t len;   /* payload bytes that follow */
     uint32_t reserved;
 } coll_boot_hdr_t;
 
@@ -51,10 +51,10 @@ typedef struct {
     uint32_t magic;
     uint32_t version;
     uint8_t  secret[16];
-    uint64_t nonce;        /* random per id: communicators from different ids never match */
+    uint64_t nonce; /* random per id: communicators from different ids never match */
     uint16_t family;
-    uint16_t port;         /* network order */
-    uint8_t  addr[16];     /* IPv4 (4 bytes) or IPv6 */
+    uint16_t port;     /* network order */
+    uint8_t  addr[16]; /* IPv4 (4 bytes) or IPv6 */
 } coll_uid_t;
 
 _Static_assert(sizeof(coll_uid_t) <= COLL_UNIQUE_ID_BYTES, "unique id layout too large");
@@ -68,6 +68,6 @@ void coll_boot_hdr_fill(coll_boot_hdr_t *h, coll_boot_type_t type, uint64_t job_
 /* Validate a received header; on failure writes the reason (for the log) into why. */
 coll_result_t coll_boot_hdr_check(const coll_boot_hdr_t *h, uint64_t job_tag, uint32_t max_len,
                                   char *why, size_t why_len);
-const char *coll_boot_type_name(uint32_t type);
+const char   *coll_boot_type_name(uint32_t type);
 
 #endif

@@ -3,14 +3,14 @@
 #ifndef COLL_CORE_COMPILER_H
 #define COLL_CORE_COMPILER_H
 
-#define coll_likely(_x)   __builtin_expect(!!(_x), 1)
-#define coll_unlikely(_x) __builtin_expect(!!(_x), 0)
-#define COLL_CACHELINE    64
-#define COLL_ALIGNED(_n)  __attribute__((aligned(_n)))
-#define COLL_UNUSED       __attribute__((unused))
+#define coll_likely(_x)     __builtin_expect(!!(_x), 1)
+#define coll_unlikely(_x)   __builtin_expect(!!(_x), 0)
+#define COLL_CACHELINE      64
+#define COLL_ALIGNED(_n)    __attribute__((aligned(_n)))
+#define COLL_UNUSED         __attribute__((unused))
 #define COLL_ARRAY_SIZE(_a) (sizeof(_a) / sizeof((_a)[0]))
-#define COLL_MIN(_a, _b)  ((_a) < (_b) ? (_a) : (_b))
-#define COLL_MAX(_a, _b)  ((_a) > (_b) ? (_a) : (_b))
+#define COLL_MIN(_a, _b)    ((_a) < (_b) ? (_a) : (_b))
+#define COLL_MAX(_a, _b)    ((_a) > (_b) ? (_a) : (_b))
 #define COLL_DIV_UP(_a, _b) (((_a) + (_b)-1) / (_b))
 
 #endif

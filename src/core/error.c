@@ -19,7 +19,8 @@ COLL_API const char *coll_strerror(coll_result_t result)
 {
     switch (result) {
 #define ERROR_STR_(_name, _val, _str)                                                              \
-    case COLL_##_name: return _str;
+    case COLL_##_name:                                                                             \
+        return _str;
         COLL_RESULT_MAP(ERROR_STR_)
 #undef ERROR_STR_
     }
@@ -52,7 +53,8 @@ static const char *error_code_name(coll_result_t st)
 {
     switch (st) {
 #define ERROR_NAME_(_name, _val, _str)                                                             \
-    case COLL_##_name: return #_name;
+    case COLL_##_name:                                                                             \
+        return #_name;
         COLL_RESULT_MAP(ERROR_NAME_)
 #undef ERROR_NAME_
     }
@@ -92,16 +94,21 @@ COLL_API size_t coll_dtype_size(coll_dtype_t dtype)
 {
     switch (dtype) {
     case COLL_INT8:
-    case COLL_UINT8: return 1;
+    case COLL_UINT8:
+        return 1;
     case COLL_FLOAT16:
-    case COLL_BFLOAT16: return 2;
+    case COLL_BFLOAT16:
+        return 2;
     case COLL_INT32:
     case COLL_UINT32:
-    case COLL_FLOAT32: return 4;
+    case COLL_FLOAT32:
+        return 4;
     case COLL_INT64:
     case COLL_UINT64:
-    case COLL_FLOAT64: return 8;
-    default: return 0;
+    case COLL_FLOAT64:
+        return 8;
+    default:
+        return 0;
     }
 }
 
@@ -109,9 +116,9 @@ COLL_API const char *coll_dtype_name(coll_dtype_t dtype)
 {
     /* Spelled as nccl-tests prints them, so benchmark output compares line by line. */
     static const char *const names[COLL_DTYPE_COUNT] = {
-        [COLL_INT8] = "int8",     [COLL_UINT8] = "uint8",     [COLL_INT32] = "int32",
-        [COLL_UINT32] = "uint32", [COLL_INT64] = "int64",     [COLL_UINT64] = "uint64",
-        [COLL_FLOAT16] = "half",  [COLL_FLOAT32] = "float",   [COLL_FLOAT64] = "double",
+        [COLL_INT8] = "int8",        [COLL_UINT8] = "uint8",   [COLL_INT32] = "int32",
+        [COLL_UINT32] = "uint32",    [COLL_INT64] = "int64",   [COLL_UINT64] = "uint64",
+        [COLL_FLOAT16] = "half",     [COLL_FLOAT32] = "float", [COLL_FLOAT64] = "double",
         [COLL_BFLOAT16] = "bfloat16"};
 
     if ((int)dtype < 0 || dtype >= COLL_DTYPE_COUNT) {
@@ -122,9 +129,11 @@ COLL_API const char *coll_dtype_name(coll_dtype_t dtype)
 
 COLL_API const char *coll_redop_name(coll_redop_t op)
 {
-    static const char *const names[COLL_REDOP_COUNT] = {
-        [COLL_SUM] = "sum", [COLL_PROD] = "prod", [COLL_MAX] = "max", [COLL_MIN] = "min",
-        [COLL_AVG] = "avg"};
+    static const char *const names[COLL_REDOP_COUNT] = {[COLL_SUM]  = "sum",
+                                                        [COLL_PROD] = "prod",
+                                                        [COLL_MAX]  = "max",
+                                                        [COLL_MIN]  = "min",
+                                                        [COLL_AVG]  = "avg"};
 
     if ((int)op < 0 || op >= COLL_REDOP_COUNT) {
         return "invalid";

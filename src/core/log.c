@@ -28,10 +28,10 @@ int      coll_log_level_g       = COLL_LOG_WARN;
 uint32_t coll_log_subsys_mask_g = LOG_ALL_SUBSYS;
 
 static pthread_once_t log_once = PTHREAD_ONCE_INIT;
-static int            log_ready;            /* atomic: 1 once log_setup() has finished */
-static __thread int   log_in_setup;         /* this thread runs log_setup() right now */
-static int            log_fd   = STDERR_FILENO;
-static int            log_rank = -1;        /* atomic: -1 until coll_log_set_rank() */
+static int            log_ready;    /* atomic: 1 once log_setup() has finished */
+static __thread int   log_in_setup; /* this thread runs log_setup() right now */
+static int            log_fd                      = STDERR_FILENO;
+static int            log_rank                    = -1; /* atomic: -1 until coll_log_set_rank() */
 static char           log_host[HOST_NAME_MAX + 1] = "?";
 
 static const char *const log_level_names[] = {"NONE", "ERROR", "WARN", "INFO", "DEBUG", "TRACE"};
@@ -144,9 +144,9 @@ static void log_expand_path(const char *pattern, char *out, size_t out_len)
 /* Runs once (pthread_once): level, subsystem mask and destination from the parameters. */
 static void log_setup(void)
 {
-    char        bad[256]        = "";
-    char        path[PATH_MAX]  = "";
-    int         open_errno      = 0;
+    char        bad[256]       = "";
+    char        path[PATH_MAX] = "";
+    int         open_errno     = 0;
     const char *file;
 
     log_in_setup = 1;
@@ -155,10 +155,10 @@ static void log_setup(void)
     }
     log_host[sizeof(log_host) - 1] = '\0';
 
-    coll_log_level_g       = coll_param_enum(COLL_P_DEBUG); /* CHOICES are in enum order */
-    coll_log_subsys_mask_g = log_parse_subsys(coll_param_str(COLL_P_DEBUG_SUBSYS), bad,
-                                              sizeof(bad));
-    file                   = coll_param_str(COLL_P_DEBUG_FILE);
+    coll_log_level_g = coll_param_enum(COLL_P_DEBUG); /* CHOICES are in enum order */
+    coll_log_subsys_mask_g =
+        log_parse_subsys(coll_param_str(COLL_P_DEBUG_SUBSYS), bad, sizeof(bad));
+    file = coll_param_str(COLL_P_DEBUG_FILE);
     if (file[0] != '\0') {
         log_expand_path(file, path, sizeof(path));
         int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
@@ -175,8 +175,7 @@ static void log_setup(void)
      * coll_log_emit() directly, because the subsystem mask must not hide them (see there). */
     if (open_errno != 0 && coll_log_level_g >= COLL_LOG_WARN) {
         coll_log_emit(COLL_LOG_WARN, COLL_SS_ENV, __FILE__, __LINE__,
-                      "cannot open log file %s: %s; logging to stderr", path,
-                      strerror(open_errno));
+                      "cannot open log file %s: %s; logging to stderr", path, strerror(open_errno));
     }
     if (bad[0] != '\0' && coll_log_level_g >= COLL_LOG_WARN) {
         coll_log_emit(COLL_LOG_WARN, COLL_SS_ENV, __FILE__, __LINE__,
@@ -252,10 +251,10 @@ void coll_log_emit(coll_log_level_t lvl, coll_subsys_t ss, const char *file, int
     base = strrchr(file, '/');
     base = (base != NULL) ? base + 1 : file;
 
-    int head = snprintf(buf, sizeof(buf), "%s:%d:%ld [%s] COLL %s %s %s:%d ", log_host,
-                        (int)getpid(), (long)syscall(SYS_gettid), rank_str,
-                        log_level_names[lvl], coll_subsys_name(ss), base, line);
-    size_t len = (head > 0 && (size_t)head < sizeof(buf)) ? (size_t)head : 0;
+    int    head = snprintf(buf, sizeof(buf), "%s:%d:%ld [%s] COLL %s %s %s:%d ", log_host,
+                           (int)getpid(), (long)syscall(SYS_gettid), rank_str, log_level_names[lvl],
+                           coll_subsys_name(ss), base, line);
+    size_t len  = (head > 0 && (size_t)head < sizeof(buf)) ? (size_t)head : 0;
     va_start(ap, fmt);
     int body = vsnprintf(buf + len, sizeof(buf) - len, fmt, ap);
     va_end(ap);

@@ -18,9 +18,11 @@ typedef enum {
     COLL_LOG_TRACE
 } coll_log_level_t;
 
-#define COLL_SUBSYS_MAP(X)                                                                         \
-    X(INIT) X(BOOTSTRAP) X(TOPO) X(ENV) X(MEM) X(SHM) X(TCP) X(IB) X(UCX) X(P2P) X(ALGO)           \
-        X(COLL) X(TRAIN) X(ENGINE) X(TOOL)
+/* clang-format off */
+#define COLL_SUBSYS_MAP(X) \
+    X(INIT) X(BOOTSTRAP) X(TOPO) X(ENV) X(MEM) X(SHM) X(TCP) X(IB) X(UCX) X(P2P) X(ALGO) \
+    X(COLL) X(TRAIN) X(ENGINE) X(TOOL)
+/* clang-format on */
 
 typedef enum {
 #define COLL_SS_ENUM_(_n) COLL_SS_##_n,
@@ -38,11 +40,11 @@ static inline int coll_log_enabled(coll_log_level_t lvl, coll_subsys_t ss)
     return (int)lvl <= coll_log_level_g && (coll_log_subsys_mask_g & (1u << ss)) != 0;
 }
 
-void coll_log_init(void);
-void coll_log_set_rank(int rank);
+void        coll_log_init(void);
+void        coll_log_set_rank(int rank);
 const char *coll_subsys_name(coll_subsys_t ss);
-void coll_log_emit(coll_log_level_t lvl, coll_subsys_t ss, const char *file, int line,
-                   const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+void        coll_log_emit(coll_log_level_t lvl, coll_subsys_t ss, const char *file, int line,
+                          const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 
 #define coll_log(_lvl, _ss, ...)                                                                   \
     do {                                                                                           \

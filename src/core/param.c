@@ -35,9 +35,9 @@ typedef enum {
 typedef enum { PARAM_SRC_DEFAULT, PARAM_SRC_ENV, PARAM_SRC_FILE } param_src_t;
 
 typedef struct {
-    const char   *name;    /* "COLL_" NAME */
+    const char   *name; /* "COLL_" NAME */
     param_type_t  type;
-    const char   *deflt;   /* default as text; must parse as type (checked by test_params) */
+    const char   *deflt; /* default as text; must parse as type (checked by test_params) */
     coll_subsys_t subsys;
     const char   *choices; /* "a|b|c" for ENUM, else NULL */
     const char   *help;
@@ -79,9 +79,9 @@ static const char *const param_expected[] = {
 
 /* State below is written under param_lock; getters read it lock-free once param_ready is 1. */
 static pthread_mutex_t param_lock = PTHREAD_MUTEX_INITIALIZER;
-static int             param_resolved;  /* values computed (under lock) */
-static int             param_ready;     /* atomic: resolved and messages handed to the log */
-static __thread int    param_in_load;   /* this thread is inside coll_params_load() */
+static int             param_resolved; /* values computed (under lock) */
+static int             param_ready;    /* atomic: resolved and messages handed to the log */
+static __thread int    param_in_load;  /* this thread is inside coll_params_load() */
 static param_value_t   param_values[COLL_P_COUNT];
 static char           *param_conf_source; /* "config file PATH" when a file was read */
 static param_msg_t    *param_msgs;        /* queued until logging is set up */
@@ -127,11 +127,20 @@ int coll_parse_size(const char *text, size_t *out)
         return -1;
     }
     switch (tolower((unsigned char)*end)) {
-    case 'k': shift = 10; break;
-    case 'm': shift = 20; break;
-    case 'g': shift = 30; break;
-    case 't': shift = 40; break;
-    default: break;
+    case 'k':
+        shift = 10;
+        break;
+    case 'm':
+        shift = 20;
+        break;
+    case 'g':
+        shift = 30;
+        break;
+    case 't':
+        shift = 40;
+        break;
+    default:
+        break;
     }
     if (shift != 0) {
         end++;
@@ -156,10 +165,10 @@ int coll_parse_time(const char *text, double *seconds_out)
     static const struct {
         const char *unit;
         double      scale;
-    } units[] = {{"", 1.0},    {"s", 1.0},    {"ms", 1e-3}, {"us", 1e-6},
-                 {"ns", 1e-9}, {"m", 60.0},   {"min", 60.0}, {"h", 3600.0}};
+    } units[]     = {{"", 1.0},    {"s", 1.0},  {"ms", 1e-3},  {"us", 1e-6},
+                     {"ns", 1e-9}, {"m", 60.0}, {"min", 60.0}, {"h", 3600.0}};
     double      v = 0.0, frac = 0.1;
-    const char *p = text;
+    const char *p      = text;
     int         digits = 0;
 
     if (text == NULL || seconds_out == NULL) {
@@ -228,9 +237,12 @@ static int param_parse(const param_row_t *row, const char *text, param_value_t *
     int b;
 
     switch (row->type) {
-    case PARAM_T_INT: return param_parse_int(text, &val->v.i);
-    case PARAM_T_SIZE: return coll_parse_size(text, &val->v.size);
-    case PARAM_T_TIME: return coll_parse_time(text, &val->v.time);
+    case PARAM_T_INT:
+        return param_parse_int(text, &val->v.i);
+    case PARAM_T_SIZE:
+        return coll_parse_size(text, &val->v.size);
+    case PARAM_T_TIME:
+        return coll_parse_time(text, &val->v.time);
     case PARAM_T_BOOL:
         if (coll_parse_bool(text, &b) != 0) {
             return -1;
@@ -241,7 +253,8 @@ static int param_parse(const param_row_t *row, const char *text, param_value_t *
         val->v.i = param_parse_enum(row->choices, text);
         return (val->v.i < 0) ? -1 : 0;
     case PARAM_T_LIST:
-    case PARAM_T_STRING: return 0;
+    case PARAM_T_STRING:
+        return 0;
     }
     return -1;
 }
@@ -292,8 +305,7 @@ static int param_lookup(const char *name, size_t n, int ignore_case)
 {
     for (int i = 0; i < COLL_P_COUNT; i++) {
         const char *r = param_rows[i].name;
-        if (strlen(r) == n &&
-            (ignore_case ? strncasecmp(r, name, n) : strncmp(r, name, n)) == 0) {
+        if (strlen(r) == n && (ignore_case ? strncasecmp(r, name, n) : strncmp(r, name, n)) == 0) {
             return i;
         }
     }
@@ -357,9 +369,9 @@ static void param_read_conf(char *file_vals[])
     const char *path = getenv("COLL_CONF_FILE");
     const char *home = getenv("HOME");
     char        home_path[PATH_MAX];
-    char       *line = NULL;
-    size_t      cap  = 0;
-    int         must = (path != NULL && path[0] != '\0');
+    char       *line   = NULL;
+    size_t      cap    = 0;
+    int         must   = (path != NULL && path[0] != '\0');
     int         lineno = 0;
     FILE       *f;
 
@@ -421,9 +433,10 @@ static void param_resolve_one(int id, const char *file_val)
         from = (val->src == PARAM_SRC_ENV) ? "environment" : param_conf_source;
         from = (from != NULL) ? from : "config file";
         if (param_parse(row, text, val) != 0) {
-            param_note(COLL_LOG_WARN, "invalid value \"%s\" for %s from %s: expected %s%s; "
-                       "using the default %s", param_is_secret(row) ? PARAM_HIDDEN : text,
-                       row->name, from,
+            param_note(COLL_LOG_WARN,
+                       "invalid value \"%s\" for %s from %s: expected %s%s; "
+                       "using the default %s",
+                       param_is_secret(row) ? PARAM_HIDDEN : text, row->name, from,
                        row->type == PARAM_T_ENUM ? "one of " : param_expected[row->type],
                        row->type == PARAM_T_ENUM ? row->choices : "", row->deflt);
             val->src = PARAM_SRC_DEFAULT;
@@ -452,8 +465,7 @@ static void param_check_unknown_env(void)
             continue;
         }
         if (param_lookup(*e, n, 0) < 0) {
-            param_note(COLL_LOG_WARN, "unknown variable %.*s (typo?); see collinfo -p", (int)n,
-                       *e);
+            param_note(COLL_LOG_WARN, "unknown variable %.*s (typo?); see collinfo -p", (int)n, *e);
         }
     }
 }
@@ -545,11 +557,15 @@ int64_t coll_param_int(coll_param_id_t id)
         return 0;
     }
     switch (param_rows[id].type) {
-    case PARAM_T_SIZE: return (int64_t)val->v.size;
-    case PARAM_T_TIME: return (int64_t)val->v.time;
+    case PARAM_T_SIZE:
+        return (int64_t)val->v.size;
+    case PARAM_T_TIME:
+        return (int64_t)val->v.time;
     case PARAM_T_LIST:
-    case PARAM_T_STRING: return 0;
-    default: return val->v.i;
+    case PARAM_T_STRING:
+        return 0;
+    default:
+        return val->v.i;
     }
 }
 
@@ -618,10 +634,10 @@ COLL_API coll_result_t coll_param_get(int i, coll_param_info_t *info_p)
                                    "coll_param_get: index %d not in [0, %d) or info_p NULL", i,
                                    (int)COLL_P_COUNT);
     }
-    val            = param_get((coll_param_id_t)i);
-    info_p->name   = param_rows[i].name;
-    info_p->type   = param_type_names[param_rows[i].type];
-    info_p->value  = coll_param_str((coll_param_id_t)i);
+    val           = param_get((coll_param_id_t)i);
+    info_p->name  = param_rows[i].name;
+    info_p->type  = param_type_names[param_rows[i].type];
+    info_p->value = coll_param_str((coll_param_id_t)i);
     if (val->src != PARAM_SRC_DEFAULT && param_is_secret(&param_rows[i])) {
         info_p->value = PARAM_HIDDEN;
     }
@@ -629,11 +645,15 @@ COLL_API coll_result_t coll_param_get(int i, coll_param_info_t *info_p)
     info_p->subsys = coll_subsys_name(param_rows[i].subsys);
     info_p->help   = param_rows[i].help;
     switch (val->src) {
-    case PARAM_SRC_ENV: info_p->source = "environment"; break;
+    case PARAM_SRC_ENV:
+        info_p->source = "environment";
+        break;
     case PARAM_SRC_FILE:
         info_p->source = (param_conf_source != NULL) ? param_conf_source : "config file";
         break;
-    default: info_p->source = "default"; break;
+    default:
+        info_p->source = "default";
+        break;
     }
     return COLL_OK;
 }

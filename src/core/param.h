@@ -24,9 +24,9 @@ coll_result_t coll_params_load(void);
 int64_t     coll_param_int(coll_param_id_t id);
 size_t      coll_param_size(coll_param_id_t id);
 int         coll_param_bool(coll_param_id_t id);
-double      coll_param_time(coll_param_id_t id); /* seconds */
-int         coll_param_enum(coll_param_id_t id); /* index into CHOICES */
-const char *coll_param_str(coll_param_id_t id);  /* STRING, LIST, ENUM as text */
+double      coll_param_time(coll_param_id_t id);   /* seconds */
+int         coll_param_enum(coll_param_id_t id);   /* index into CHOICES */
+const char *coll_param_str(coll_param_id_t id);    /* STRING, LIST, ENUM as text */
 int         coll_param_is_set(coll_param_id_t id); /* not from the default */
 
 /* Parsers shared with tools and tests: return 0 on success, -1 if text is malformed. */

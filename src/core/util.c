@@ -105,7 +105,7 @@ static void util_host_init(void)
     }
     int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
     if (fd >= 0) {
-        ssize_t n = read(fd, boot_id, sizeof(boot_id) - 1);
+        ssize_t n              = read(fd, boot_id, sizeof(boot_id) - 1);
         boot_id[n > 0 ? n : 0] = '\0';
         close(fd);
     }

@@ -20,9 +20,8 @@ static void engine_free(coll_task_t *req);
 
 static int engine_args_equal(const coll_args_t *a, const coll_args_t *b)
 {
-    return a->coll == b->coll && a->count == b->count && a->dtype == b->dtype &&
-           a->op == b->op && a->root == b->root && a->in_place == b->in_place &&
-           a->chunk_bytes == b->chunk_bytes;
+    return a->coll == b->coll && a->count == b->count && a->dtype == b->dtype && a->op == b->op &&
+           a->root == b->root && a->in_place == b->in_place && a->chunk_bytes == b->chunk_bytes;
 }
 
 static void engine_entry_put(coll_sched_entry_t *e)
@@ -75,8 +74,8 @@ static coll_result_t engine_build(coll_comm_t *comm, const coll_args_t *args,
     if (coll_log_enabled(COLL_LOG_DEBUG, COLL_SS_ALGO)) {
         st = coll_sched_check(&e->sched, msg, sizeof(msg));
         if (st != COLL_OK) {
-            coll_error(ALGO, "%s %s schedule is invalid: %s", algo->name,
-                       coll_op_name(args->coll), msg);
+            coll_error(ALGO, "%s %s schedule is invalid: %s", algo->name, coll_op_name(args->coll),
+                       msg);
             goto err;
         }
     }
@@ -112,7 +111,7 @@ static coll_result_t engine_sched_get(coll_comm_t *comm, const coll_args_t *args
     if (comm->cache[victim] != NULL) {
         engine_entry_put(comm->cache[victim]);
     }
-    e->used              = ++comm->cache_clock;
+    e->used = ++comm->cache_clock;
     e->refs++;
     comm->cache[victim] = e;
     *entry_p            = e;
@@ -163,8 +162,8 @@ static void engine_report_failure(coll_comm_t *comm, coll_task_t *req)
     }
     const char *why = req->status == COLL_ERR_REMOTE ? "connection lost (process died?)"
                                                      : coll_strerror(req->status);
-    coll_comm_fail(comm, req->status, "rank %d: %s #%u failed talking to rank %d: %s",
-                   comm->rank, coll_op_name(req->args.coll), req->seq, req->fail_peer, why);
+    coll_comm_fail(comm, req->status, "rank %d: %s #%u failed talking to rank %d: %s", comm->rank,
+                   coll_op_name(req->args.coll), req->seq, req->fail_peer, why);
 }
 
 coll_result_t coll_engine_start(coll_comm_t *comm, const coll_args_t *args, const void *sendbuf,
@@ -175,10 +174,10 @@ coll_result_t coll_engine_start(coll_comm_t *comm, const coll_args_t *args, cons
     if (req == NULL) {
         return COLL_ERR_NO_MEMORY;
     }
-    req->comm                      = comm;
-    req->args                      = *args;
-    req->bufs[COLL_BUF_SEND]       = (void *)sendbuf;
-    req->bufs[COLL_BUF_RECV]       = recvbuf;
+    req->comm                = comm;
+    req->args                = *args;
+    req->bufs[COLL_BUF_SEND] = (void *)sendbuf;
+    req->bufs[COLL_BUF_RECV] = recvbuf;
     COLL_CHECK_GOTO(engine_sched_get(comm, args, &req->entry), st, err);
     if (req->entry->sched.scratch_bytes > 0) {
         req->scratch = coll_malloc(req->entry->sched.scratch_bytes, "scratch buffer");
@@ -267,9 +266,9 @@ coll_result_t coll_engine_reap(coll_task_t *req)
     if (req->finished) {
         engine_free(req);
     } else {
-        req->status     = st;
-        req->next       = comm->zombies;
-        comm->zombies   = req;
+        req->status   = st;
+        req->next     = comm->zombies;
+        comm->zombies = req;
     }
     return st;
 }

@@ -17,8 +17,8 @@ typedef struct coll_sched_entry {
     coll_args_t        args;
     const coll_algo_t *algo;
     coll_sched_t       sched;
-    int                refs;    /* requests using it + 1 while cached */
-    uint64_t           used;    /* LRU clock */
+    int                refs; /* requests using it + 1 while cached */
+    uint64_t           used; /* LRU clock */
 } coll_sched_entry_t;
 
 typedef struct coll_task_op {
@@ -28,25 +28,25 @@ typedef struct coll_task_op {
 } coll_task_op_t;
 
 typedef struct coll_request {
-    coll_comm_t        *comm;
-    coll_sched_entry_t *entry;
-    coll_args_t         args;
-    void               *bufs[COLL_BUF_COUNT];
-    void               *scratch;
-    uint64_t            tag_base;
-    uint32_t            seq;
-    uint32_t            nsteps;
-    uint32_t            ncomplete;
-    uint32_t           *ndeps_left;
-    uint32_t           *ready;     /* stack of steps ready to start */
-    uint32_t            nready;
-    uint32_t           *doneq;     /* steps finished by transport callbacks */
-    uint32_t            ndone;
-    uint8_t            *started;
-    coll_task_op_t     *ops;
-    coll_result_t       status;    /* OK while running; error once failed */
-    int                 fail_peer; /* peer of the first failed step, -1 if none */
-    int                 finished;
+    coll_comm_t         *comm;
+    coll_sched_entry_t  *entry;
+    coll_args_t          args;
+    void                *bufs[COLL_BUF_COUNT];
+    void                *scratch;
+    uint64_t             tag_base;
+    uint32_t             seq;
+    uint32_t             nsteps;
+    uint32_t             ncomplete;
+    uint32_t            *ndeps_left;
+    uint32_t            *ready; /* stack of steps ready to start */
+    uint32_t             nready;
+    uint32_t            *doneq; /* steps finished by transport callbacks */
+    uint32_t             ndone;
+    uint8_t             *started;
+    coll_task_op_t      *ops;
+    coll_result_t        status;    /* OK while running; error once failed */
+    int                  fail_peer; /* peer of the first failed step, -1 if none */
+    int                  finished;
     struct coll_request *next;
     struct coll_request *prev;
 } coll_task_t;

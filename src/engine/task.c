@@ -144,7 +144,7 @@ void coll_task_progress(coll_task_t *req)
 
 int coll_engine_waiting_peer(const coll_task_t *req)
 {
-    const coll_sched_t *s = &req->entry->sched;
+    const coll_sched_t *s         = &req->entry->sched;
     int                 send_peer = -1;
     for (uint32_t i = 0; i < req->nsteps; i++) {
         const coll_step_t *st = &s->steps[i];

@@ -58,9 +58,9 @@ static void wait_block(coll_comm_t *comm, double slice)
 
 coll_result_t coll_engine_wait(coll_task_t *req)
 {
-    coll_comm_t  *comm  = req->comm;
-    double        spin  = coll_param_time(COLL_P_SPIN_TIME);
-    double        start = coll_time_s();
+    coll_comm_t  *comm       = req->comm;
+    double        spin       = coll_param_time(COLL_P_SPIN_TIME);
+    double        start      = coll_time_s();
     double        next_check = start + WAIT_SLICE_S;
     coll_result_t st;
 

@@ -58,7 +58,7 @@ static void print_algos(void)
 
 int main(int argc, char **argv)
 {
-    const char *cmd = argc > 1 ? argv[1] : "";
+    const char *cmd     = argc > 1 ? argv[1] : "";
     int         version = 0;
     if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0) {
         usage(stdout);

@@ -55,27 +55,26 @@ double collrun_now(void)
 
 static void collrun_usage(FILE *f)
 {
-    fprintf(f,
-            "usage: collrun [options] -n N prog [args...]\n"
-            "Start N ranks of prog on this host with the environment coll_init() reads.\n"
-            "\n"
-            "  -n, -np N            number of ranks (required)\n"
-            "  --timeout SECONDS    stop the job and exit 124 after SECONDS (default: none)\n"
-            "  --grace SECONDS      after the first rank fails, how long the others get to\n"
-            "                       exit by themselves before SIGTERM, then SIGKILL 2 s\n"
-            "                       later (default: 5)\n"
-            "  -l, --prefix         prefix each output line with \"[rank] \"\n"
-            "  -x NAME[=VALUE]      set NAME for all ranks (NAME alone: export it), repeatable\n"
-            "  --torch-env          also set RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE,\n"
-            "                       MASTER_ADDR and MASTER_PORT as torchrun does\n"
-            "  -v, --verbose        print the command line and environment of every rank\n"
-            "  -h, --help           print this help\n"
-            "      --version        print the version\n"
-            "\n"
-            "Each rank gets COLL_RANK, COLL_NRANKS, COLL_LOCAL_RANK, COLL_LOCAL_NRANKS,\n"
-            "COLL_ROOT_ADDR and COLL_JOB_SECRET. Exit status: 0 when every rank exits 0, else\n"
-            "the first failed rank's status (128+N if killed by signal N), 124 on timeout,\n"
-            "127 if prog cannot be executed, 2 for a usage error. See collrun(1).\n");
+    fprintf(f, "usage: collrun [options] -n N prog [args...]\n"
+               "Start N ranks of prog on this host with the environment coll_init() reads.\n"
+               "\n"
+               "  -n, -np N            number of ranks (required)\n"
+               "  --timeout SECONDS    stop the job and exit 124 after SECONDS (default: none)\n"
+               "  --grace SECONDS      after the first rank fails, how long the others get to\n"
+               "                       exit by themselves before SIGTERM, then SIGKILL 2 s\n"
+               "                       later (default: 5)\n"
+               "  -l, --prefix         prefix each output line with \"[rank] \"\n"
+               "  -x NAME[=VALUE]      set NAME for all ranks (NAME alone: export it), repeatable\n"
+               "  --torch-env          also set RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE,\n"
+               "                       MASTER_ADDR and MASTER_PORT as torchrun does\n"
+               "  -v, --verbose        print the command line and environment of every rank\n"
+               "  -h, --help           print this help\n"
+               "      --version        print the version\n"
+               "\n"
+               "Each rank gets COLL_RANK, COLL_NRANKS, COLL_LOCAL_RANK, COLL_LOCAL_NRANKS,\n"
+               "COLL_ROOT_ADDR and COLL_JOB_SECRET. Exit status: 0 when every rank exits 0, else\n"
+               "the first failed rank's status (128+N if killed by signal N), 124 on timeout,\n"
+               "127 if prog cannot be executed, 2 for a usage error. See collrun(1).\n");
 }
 
 static int collrun_usage_error(const char *fmt, const char *arg)

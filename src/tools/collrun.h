@@ -16,36 +16,36 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#define COLLRUN_MAX_RANKS   16384
-#define COLLRUN_KILL_DELAY  2.0     /* seconds between SIGTERM and SIGKILL in a teardown */
-#define COLLRUN_LINE_MAX    65536   /* longer --prefix lines are relayed in pieces */
-#define COLLRUN_DRAIN_MAX   (1 << 20) /* most bytes one drain reads: a writer may never stop */
+#define COLLRUN_MAX_RANKS  16384
+#define COLLRUN_KILL_DELAY 2.0       /* seconds between SIGTERM and SIGKILL in a teardown */
+#define COLLRUN_LINE_MAX   65536     /* longer --prefix lines are relayed in pieces */
+#define COLLRUN_DRAIN_MAX  (1 << 20) /* most bytes one drain reads: a writer may never stop */
 
 /* Exit statuses of collrun itself (a failed rank's own status is passed through). */
 #define COLLRUN_EXIT_USAGE   2
 #define COLLRUN_EXIT_TIMEOUT 124
-#define COLLRUN_EXIT_LAUNCH  125    /* collrun failed (fork, pipe, poll), as timeout(1) does */
-#define COLLRUN_EXIT_EXEC    127    /* the program could not be executed */
+#define COLLRUN_EXIT_LAUNCH  125 /* collrun failed (fork, pipe, poll), as timeout(1) does */
+#define COLLRUN_EXIT_EXEC    127 /* the program could not be executed */
 
 typedef struct collrun_opts {
-    int          nranks;      /* -n: number of ranks */
-    double       timeout_s;   /* --timeout: 0 means none */
-    double       grace_s;     /* --grace: time survivors get after the first failure */
-    int          prefix;      /* --prefix: relay output lines as "[rank] line" */
-    int          torch_env;   /* --torch-env: also set RANK, WORLD_SIZE, ... */
-    int          verbose;     /* -v: print what is launched */
-    int          nxvars;      /* number of -x arguments */
-    const char **xvars;       /* -x arguments as given: NAME or NAME=VALUE */
-    char *const *argv;        /* program and its arguments, NULL-terminated */
+    int          nranks;    /* -n: number of ranks */
+    double       timeout_s; /* --timeout: 0 means none */
+    double       grace_s;   /* --grace: time survivors get after the first failure */
+    int          prefix;    /* --prefix: relay output lines as "[rank] line" */
+    int          torch_env; /* --torch-env: also set RANK, WORLD_SIZE, ... */
+    int          verbose;   /* -v: print what is launched */
+    int          nxvars;    /* number of -x arguments */
+    const char **xvars;     /* -x arguments as given: NAME or NAME=VALUE */
+    char *const *argv;      /* program and its arguments, NULL-terminated */
 } collrun_opts_t;
 
 /* One output pipe of a rank under --prefix: bytes wait here until a line is complete. */
 typedef struct collrun_stream {
-    int    fd;                /* read end, -1 when closed */
-    int    out_fd;            /* where its lines go: 1 or 2 */
-    int    midline;           /* a piece of the current line has been relayed already */
-    size_t len;               /* bytes held in buf */
-    size_t cap;               /* allocated size of buf */
+    int    fd;      /* read end, -1 when closed */
+    int    out_fd;  /* where its lines go: 1 or 2 */
+    int    midline; /* a piece of the current line has been relayed already */
+    size_t len;     /* bytes held in buf */
+    size_t cap;     /* allocated size of buf */
     char  *buf;
 } collrun_stream_t;
 
@@ -62,9 +62,9 @@ typedef struct collrun_rank {
 /* Why the job is ending; the first cause wins and decides the exit status. */
 typedef enum collrun_cause {
     COLLRUN_CAUSE_NONE,
-    COLLRUN_CAUSE_FAILURE,      /* a rank exited non-zero or was killed */
-    COLLRUN_CAUSE_INTERRUPT,    /* collrun received SIGINT, SIGTERM or SIGHUP */
-    COLLRUN_CAUSE_TIMEOUT       /* --timeout expired */
+    COLLRUN_CAUSE_FAILURE,   /* a rank exited non-zero or was killed */
+    COLLRUN_CAUSE_INTERRUPT, /* collrun received SIGINT, SIGTERM or SIGHUP */
+    COLLRUN_CAUSE_TIMEOUT    /* --timeout expired */
 } collrun_cause_t;
 
 /* Teardown stages: survivors get the grace period, then SIGTERM, then SIGKILL. */
@@ -78,13 +78,13 @@ typedef enum collrun_stage {
 typedef struct collrun_job {
     const collrun_opts_t *opts;
     collrun_rank_t       *ranks;
-    int                   nspawned;       /* ranks started so far */
-    int                   nrunning;       /* ranks that have not exited */
-    int                   nfailed;        /* failed on their own */
-    int                   nstopped;       /* ended after collrun signalled them */
+    int                   nspawned; /* ranks started so far */
+    int                   nrunning; /* ranks that have not exited */
+    int                   nfailed;  /* failed on their own */
+    int                   nstopped; /* ended after collrun signalled them */
     collrun_cause_t       cause;
-    int                   cause_rank;     /* FAILURE: the first failed rank */
-    int                   cause_sig;      /* INTERRUPT: the signal received */
+    int                   cause_rank; /* FAILURE: the first failed rank */
+    int                   cause_sig;  /* INTERRUPT: the signal received */
     collrun_stage_t       stage;
     double                stage_deadline; /* GRACE, TERM: when the next stage starts */
     double                deadline;       /* --timeout, absolute; 0 = none */

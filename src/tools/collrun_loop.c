@@ -317,8 +317,8 @@ static void loop_check_deadlines(collrun_job_t *job)
     }
     if ((job->stage == COLLRUN_STAGE_GRACE || job->stage == COLLRUN_STAGE_TERM) &&
         now >= job->stage_deadline) {
-        loop_stage_set(job, job->stage == COLLRUN_STAGE_GRACE ? COLLRUN_STAGE_TERM
-                                                             : COLLRUN_STAGE_KILL);
+        loop_stage_set(job,
+                       job->stage == COLLRUN_STAGE_GRACE ? COLLRUN_STAGE_TERM : COLLRUN_STAGE_KILL);
     }
 }
 
@@ -368,7 +368,7 @@ static int loop_reraise(int sig)
  */
 static int loop_finish(collrun_job_t *job)
 {
-    const collrun_rank_t *first = &job->ranks[job->cause_rank];
+    const collrun_rank_t *first    = &job->ranks[job->cause_rank];
     char                  tail[64] = "";
     int                   r;
 
@@ -419,18 +419,18 @@ int collrun_loop_run(collrun_job_t *job)
     }
     loop_handle_signals(job);
     while (job->nrunning > 0) {
-        pfds[0].fd     = loop_sig_pipe[0];
-        pfds[0].events = POLLIN;
+        pfds[0].fd      = loop_sig_pipe[0];
+        pfds[0].events  = POLLIN;
         pfds[0].revents = 0;
-        nfds           = 1;
+        nfds            = 1;
         for (r = 0; r < job->nspawned; r++) {
             for (i = 0; i < 2; i++) {
                 if (collrun_relay_pollable(&job->ranks[r].out[i])) {
-                    pfds[nfds].fd     = job->ranks[r].out[i].fd;
+                    pfds[nfds].fd      = job->ranks[r].out[i].fd;
                     pfds[nfds].events  = POLLIN;
                     pfds[nfds].revents = 0;
-                    sts[nfds]         = &job->ranks[r].out[i];
-                    ids[nfds++]       = r;
+                    sts[nfds]          = &job->ranks[r].out[i];
+                    ids[nfds++]        = r;
                 }
             }
         }

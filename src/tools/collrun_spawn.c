@@ -176,7 +176,7 @@ static void spawn_print_word(FILE *f, const char *s)
     const char *p;
 
     if (s[0] != '\0' && s[strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-                                   "0123456789_-+=/.,:@%")] == '\0') {
+                                    "0123456789_-+=/.,:@%")] == '\0') {
         fputs(s, f);
         return;
     }
@@ -275,8 +275,8 @@ static void spawn_child(const collrun_job_t *job, int rank, const collrun_env_t 
         }
         close(fd);
     }
-    if (job->opts->prefix && (dup2(out_fds[0], STDOUT_FILENO) < 0 ||
-                              dup2(out_fds[1], STDERR_FILENO) < 0)) {
+    if (job->opts->prefix &&
+        (dup2(out_fds[0], STDOUT_FILENO) < 0 || dup2(out_fds[1], STDERR_FILENO) < 0)) {
         spawn_child_fail(err_fd, SPAWN_STAGE_STDIO);
     }
     for (i = 0; i < env->n; i++) {
@@ -313,17 +313,16 @@ static int spawn_wait_exec(collrun_job_t *job, int r, int err_fd)
         collrun_msg("cannot execute '%s': %s", job->opts->argv[0], strerror(rep.err));
         return COLLRUN_EXIT_EXEC;
     }
-    collrun_msg("cannot start rank %d: %s: %s", r, spawn_stage_names[rep.stage],
-                strerror(rep.err));
+    collrun_msg("cannot start rank %d: %s: %s", r, spawn_stage_names[rep.stage], strerror(rep.err));
     return COLLRUN_EXIT_LAUNCH;
 }
 
 static int spawn_one(collrun_job_t *job, int r)
 {
-    collrun_rank_t *rank         = &job->ranks[r];
-    int             out_fds[2]   = {-1, -1};
-    int             err_pipe[2]  = {-1, -1};
-    pid_t           parent       = getpid();
+    collrun_rank_t *rank        = &job->ranks[r];
+    int             out_fds[2]  = {-1, -1};
+    int             err_pipe[2] = {-1, -1};
+    pid_t           parent      = getpid();
     collrun_env_t   env;
     pid_t           pid;
 

@@ -118,12 +118,12 @@ static void test_rmdir(const char *dir)
 
 int coll_test_run_ranks(const coll_test_opts_t *opts_in, coll_test_rank_fn_t fn, void *arg)
 {
-    coll_test_opts_t opts = *opts_in;
+    coll_test_opts_t opts  = *opts_in;
     char             dir[] = "/tmp/colltest.XXXXXX";
     const char      *mult  = getenv("COLL_TEST_TIMEOUT_MULTIPLIER");
-    double           timeout = (opts.timeout_s > 0 ? opts.timeout_s : 60.0) *
-                     (mult != NULL ? atof(mult) : 1.0);
-    pid_t *pids = calloc((size_t)opts.nranks, sizeof(pid_t));
+    double           timeout =
+        (opts.timeout_s > 0 ? opts.timeout_s : 60.0) * (mult != NULL ? atof(mult) : 1.0);
+    pid_t *pids   = calloc((size_t)opts.nranks, sizeof(pid_t));
     int    failed = 0, left = opts.nranks;
 
     if (pids == NULL || mkdtemp(dir) == NULL) {

@@ -19,7 +19,7 @@
 #define ASSERT_(_cond, _fmt, ...)                                                                  \
     do {                                                                                           \
         if (!(_cond)) {                                                                            \
-            fprintf(stderr, "%s:%d: assertion failed: " _fmt "\n", __FILE__, __LINE__,            \
+            fprintf(stderr, "%s:%d: assertion failed: " _fmt "\n", __FILE__, __LINE__,             \
                     __VA_ARGS__);                                                                  \
             fflush(stderr);                                                                        \
             abort();                                                                               \

@@ -38,7 +38,7 @@ static uint16_t f2h(float f)
     uint16_t sign = f < 0 ? 0x8000 : 0;
     double   a    = fabs((double)f);
     int      e;
-    double   m = frexp(a, &e); /* a = m * 2^e, m in [0.5,1) */
+    double   m   = frexp(a, &e); /* a = m * 2^e, m in [0.5,1) */
     int      exp = e - 1 + 15;
     if (exp <= 0) { /* subnormal: units of 2^-24 */
         double q = nearbyint(a * 16777216.0);
@@ -69,34 +69,66 @@ static float h2f(uint16_t h)
 void mp_store(coll_dtype_t dt, void *buf, size_t i, double v)
 {
     switch (dt) {
-    case COLL_INT8: ((int8_t *)buf)[i] = (int8_t)(int64_t)v; break;
-    case COLL_UINT8: ((uint8_t *)buf)[i] = (uint8_t)(int64_t)v; break;
-    case COLL_INT32: ((int32_t *)buf)[i] = (int32_t)(int64_t)v; break;
-    case COLL_UINT32: ((uint32_t *)buf)[i] = (uint32_t)(int64_t)v; break;
-    case COLL_INT64: ((int64_t *)buf)[i] = (int64_t)v; break;
-    case COLL_UINT64: ((uint64_t *)buf)[i] = (uint64_t)(int64_t)v; break;
-    case COLL_FLOAT16: ((uint16_t *)buf)[i] = f2h((float)v); break;
-    case COLL_BFLOAT16: ((uint16_t *)buf)[i] = f2bf((float)v); break;
-    case COLL_FLOAT32: ((float *)buf)[i] = (float)v; break;
-    case COLL_FLOAT64: ((double *)buf)[i] = v; break;
-    default: break;
+    case COLL_INT8:
+        ((int8_t *)buf)[i] = (int8_t)(int64_t)v;
+        break;
+    case COLL_UINT8:
+        ((uint8_t *)buf)[i] = (uint8_t)(int64_t)v;
+        break;
+    case COLL_INT32:
+        ((int32_t *)buf)[i] = (int32_t)(int64_t)v;
+        break;
+    case COLL_UINT32:
+        ((uint32_t *)buf)[i] = (uint32_t)(int64_t)v;
+        break;
+    case COLL_INT64:
+        ((int64_t *)buf)[i] = (int64_t)v;
+        break;
+    case COLL_UINT64:
+        ((uint64_t *)buf)[i] = (uint64_t)(int64_t)v;
+        break;
+    case COLL_FLOAT16:
+        ((uint16_t *)buf)[i] = f2h((float)v);
+        break;
+    case COLL_BFLOAT16:
+        ((uint16_t *)buf)[i] = f2bf((float)v);
+        break;
+    case COLL_FLOAT32:
+        ((float *)buf)[i] = (float)v;
+        break;
+    case COLL_FLOAT64:
+        ((double *)buf)[i] = v;
+        break;
+    default:
+        break;
     }
 }
 
 double mp_load(coll_dtype_t dt, const void *buf, size_t i)
 {
     switch (dt) {
-    case COLL_INT8: return ((const int8_t *)buf)[i];
-    case COLL_UINT8: return ((const uint8_t *)buf)[i];
-    case COLL_INT32: return ((const int32_t *)buf)[i];
-    case COLL_UINT32: return ((const uint32_t *)buf)[i];
-    case COLL_INT64: return (double)((const int64_t *)buf)[i];
-    case COLL_UINT64: return (double)((const uint64_t *)buf)[i];
-    case COLL_FLOAT16: return h2f(((const uint16_t *)buf)[i]);
-    case COLL_BFLOAT16: return bf2f(((const uint16_t *)buf)[i]);
-    case COLL_FLOAT32: return ((const float *)buf)[i];
-    case COLL_FLOAT64: return ((const double *)buf)[i];
-    default: return NAN;
+    case COLL_INT8:
+        return ((const int8_t *)buf)[i];
+    case COLL_UINT8:
+        return ((const uint8_t *)buf)[i];
+    case COLL_INT32:
+        return ((const int32_t *)buf)[i];
+    case COLL_UINT32:
+        return ((const uint32_t *)buf)[i];
+    case COLL_INT64:
+        return (double)((const int64_t *)buf)[i];
+    case COLL_UINT64:
+        return (double)((const uint64_t *)buf)[i];
+    case COLL_FLOAT16:
+        return h2f(((const uint16_t *)buf)[i]);
+    case COLL_BFLOAT16:
+        return bf2f(((const uint16_t *)buf)[i]);
+    case COLL_FLOAT32:
+        return ((const float *)buf)[i];
+    case COLL_FLOAT64:
+        return ((const double *)buf)[i];
+    default:
+        return NAN;
     }
 }
 
@@ -115,19 +147,33 @@ double mp_expect(coll_dtype_t dt, coll_redop_t op, int n, size_t i)
     for (int r = 1; r < n; r++) {
         double v = mp_input(op, r, i);
         switch (op) {
-        case COLL_PROD: acc *= v; break;
-        case COLL_MIN: acc = v < acc ? v : acc; break;
-        case COLL_MAX: acc = v > acc ? v : acc; break;
-        default: acc += v; break;
+        case COLL_PROD:
+            acc *= v;
+            break;
+        case COLL_MIN:
+            acc = v < acc ? v : acc;
+            break;
+        case COLL_MAX:
+            acc = v > acc ? v : acc;
+            break;
+        default:
+            acc += v;
+            break;
         }
     }
     if (op == COLL_AVG) {
         switch (dt) {
-        case COLL_FLOAT64: acc = acc / n; break;
+        case COLL_FLOAT64:
+            acc = acc / n;
+            break;
         case COLL_FLOAT32:
         case COLL_FLOAT16:
-        case COLL_BFLOAT16: acc = (double)((float)acc / (float)n); break;
-        default: acc = (double)((int64_t)acc / n); break;
+        case COLL_BFLOAT16:
+            acc = (double)((float)acc / (float)n);
+            break;
+        default:
+            acc = (double)((int64_t)acc / n);
+            break;
         }
     }
     /* round the way a store into dt does, so comparisons are bit-exact */
@@ -136,8 +182,7 @@ double mp_expect(coll_dtype_t dt, coll_redop_t op, int n, size_t i)
     return mp_load(dt, tmp, 0);
 }
 
-void mp_fill(coll_dtype_t dt, coll_redop_t op, void *buf, size_t count, int rank,
-             size_t index_base)
+void mp_fill(coll_dtype_t dt, coll_redop_t op, void *buf, size_t count, int rank, size_t index_base)
 {
     for (size_t i = 0; i < count; i++) {
         mp_store(dt, buf, i, mp_input(op, rank, index_base + i));

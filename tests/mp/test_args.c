@@ -18,12 +18,12 @@
 
 static int args_rank(int rank, int n, coll_comm_t *comm, void *arg)
 {
-    float             a[64] = {0}, b[64] = {0};
-    coll_request_t   *req   = NULL;
+    float           a[64] = {0}, b[64] = {0};
+    coll_request_t *req = NULL;
     EXPECT_ERR(coll_allreduce(a, b, 4, (coll_dtype_t)42, COLL_SUM, comm), COLL_ERR_INVALID_ARG,
                "dtype 42");
-    EXPECT_ERR(coll_allreduce(a, b, 4, COLL_FLOAT32, (coll_redop_t)-3, comm),
-               COLL_ERR_INVALID_ARG, "op -3");
+    EXPECT_ERR(coll_allreduce(a, b, 4, COLL_FLOAT32, (coll_redop_t)-3, comm), COLL_ERR_INVALID_ARG,
+               "op -3");
     EXPECT_ERR(coll_allreduce(NULL, b, 4, COLL_FLOAT32, COLL_SUM, comm), COLL_ERR_INVALID_ARG,
                "sendbuf is NULL");
     EXPECT_ERR(coll_allreduce(a, NULL, 4, COLL_FLOAT32, COLL_SUM, comm), COLL_ERR_INVALID_ARG,
@@ -83,8 +83,8 @@ int main(void)
     int         ntp = coll_test_transports(tps, 8), failed = 0, total = 1;
     failed += init_args();
     for (int t = 0; t < ntp; t++) {
-        coll_test_opts_t o = {.nranks = 2, .want_comm = 1, .timeout_s = 60, .transport = tps[t]};
-        int rc = coll_test_run_ranks(&o, args_rank, NULL);
+        coll_test_opts_t o  = {.nranks = 2, .want_comm = 1, .timeout_s = 60, .transport = tps[t]};
+        int              rc = coll_test_run_ranks(&o, args_rank, NULL);
         printf("%s: invalid arguments over %s\n", rc ? "FAIL" : "PASS", tps[t]);
         total++;
         failed += rc != 0;

@@ -47,7 +47,8 @@ static double mp_expect_out(coll_dtype_t dt, coll_redop_t op, int n, size_t idx,
     case MP_REDUCE_SCATTER:
         return mp_expect(dt, op, n, (size_t)c->rank * c->count + idx);
     case MP_ALLGATHER:
-        v = mp_input(COLL_SUM, (int)(idx / (c->count ? c->count : 1)), idx % (c->count ? c->count : 1));
+        v = mp_input(COLL_SUM, (int)(idx / (c->count ? c->count : 1)),
+                     idx % (c->count ? c->count : 1));
         break;
     case MP_BROADCAST:
         v = mp_input(COLL_SUM, c->root, idx);
@@ -66,15 +67,23 @@ static double mp_expect_out(coll_dtype_t dt, coll_redop_t op, int n, size_t idx,
 static void mp_sizes(size_t count, int n, size_t *in, size_t *out)
 {
     switch (MP_COLL) {
-    case MP_REDUCE_SCATTER: *in = count * (size_t)n; *out = count; break;
-    case MP_ALLGATHER: *in = count; *out = count * (size_t)n; break;
-    case MP_ALLTOALL: *in = *out = count * (size_t)n; break;
-    default: *in = *out = count;
+    case MP_REDUCE_SCATTER:
+        *in  = count * (size_t)n;
+        *out = count;
+        break;
+    case MP_ALLGATHER:
+        *in  = count;
+        *out = count * (size_t)n;
+        break;
+    case MP_ALLTOALL:
+        *in = *out = count * (size_t)n;
+        break;
+    default:
+        *in = *out = count;
     }
 }
 
-static void mp_fill_input(coll_dtype_t dt, coll_redop_t op, char *in, size_t count, int rank,
-                          int n)
+static void mp_fill_input(coll_dtype_t dt, coll_redop_t op, char *in, size_t count, int rank, int n)
 {
     size_t esz = coll_dtype_size(dt);
     if (MP_COLL == MP_ALLTOALL) {
@@ -97,12 +106,18 @@ static coll_result_t mp_call(coll_comm_t *comm, const void *s, void *r, size_t c
                              coll_dtype_t dt, coll_redop_t op, int root)
 {
     switch (MP_COLL) {
-    case MP_REDUCE_SCATTER: return coll_reduce_scatter(s, r, count, dt, op, comm);
-    case MP_ALLGATHER: return coll_allgather(s, r, count, dt, comm);
-    case MP_BROADCAST: return coll_broadcast(s, r, count, dt, root, comm);
-    case MP_REDUCE: return coll_reduce(s, r, count, dt, op, root, comm);
-    case MP_ALLTOALL: return coll_alltoall(s, r, count, dt, comm);
-    default: return coll_allreduce(s, r, count, dt, op, comm);
+    case MP_REDUCE_SCATTER:
+        return coll_reduce_scatter(s, r, count, dt, op, comm);
+    case MP_ALLGATHER:
+        return coll_allgather(s, r, count, dt, comm);
+    case MP_BROADCAST:
+        return coll_broadcast(s, r, count, dt, root, comm);
+    case MP_REDUCE:
+        return coll_reduce(s, r, count, dt, op, root, comm);
+    case MP_ALLTOALL:
+        return coll_alltoall(s, r, count, dt, comm);
+    default:
+        return coll_allreduce(s, r, count, dt, op, comm);
     }
 }
 
@@ -149,12 +164,14 @@ static size_t mp_case(coll_comm_t *comm, int rank, int n, coll_dtype_t dt, coll_
                  in_place ? "in-place" : "out-of-place", root);
         wrong += mp_check(dt, out, out_n, what, rank, mp_expect_out, op, n, 0, &ctx);
         /* nothing written past the output (guard of the buffer holding it) */
-        const char *end = (in_place && MP_COLL == MP_REDUCE_SCATTER) ? sbuf + big : out + out_n * esz;
-        const char *gbase = (in_place && MP_COLL == MP_REDUCE_SCATTER) ? sbuf : rbuf;
-        unsigned char gval = gbase == sbuf ? 0x5a : 0xa5;
+        const char *end =
+            (in_place && MP_COLL == MP_REDUCE_SCATTER) ? sbuf + big : out + out_n * esz;
+        const char   *gbase = (in_place && MP_COLL == MP_REDUCE_SCATTER) ? sbuf : rbuf;
+        unsigned char gval  = gbase == sbuf ? 0x5a : 0xa5;
         for (int g = 0; g < GUARD; g++) {
             if ((unsigned char)end[g] != gval) {
-                fprintf(stderr, "rank %d: %s: byte %d past the output was written\n", rank, what, g);
+                fprintf(stderr, "rank %d: %s: byte %d past the output was written\n", rank, what,
+                        g);
                 wrong++;
                 break;
             }
@@ -167,13 +184,13 @@ static size_t mp_case(coll_comm_t *comm, int rank, int n, coll_dtype_t dt, coll_
 
 static int mp_rank_main(int rank, int n, coll_comm_t *comm, void *arg)
 {
-    size_t chunk  = 4096;
-    const char *cs = getenv("COLL_CHUNK_SIZE");
+    size_t      chunk = 4096;
+    const char *cs    = getenv("COLL_CHUNK_SIZE");
     if (cs != NULL && atol(cs) > 0) {
         chunk = (size_t)atol(cs) * (strchr(cs, 'k') ? 1024 : 1);
     }
     size_t wrong = 0, cases = 0;
-    int    nops  = mp_is_reduction() ? COLL_REDOP_COUNT : 1;
+    int    nops = mp_is_reduction() ? COLL_REDOP_COUNT : 1;
     for (int dt = 0; dt < COLL_DTYPE_COUNT; dt++) {
         size_t ce      = chunk / coll_dtype_size((coll_dtype_t)dt);
         size_t sizes[] = {0, 1, 7, ce + 3, 3 * ce + 11};
@@ -181,8 +198,8 @@ static int mp_rank_main(int rank, int n, coll_comm_t *comm, void *arg)
             for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
                 for (int ip = 0; ip < (MP_COLL == MP_ALLTOALL ? 1 : 2); ip++) {
                     int root = (int)((cases + (size_t)dt) % (size_t)n);
-                    wrong += mp_case(comm, rank, n, (coll_dtype_t)dt, (coll_redop_t)op,
-                                     sizes[s], ip, root);
+                    wrong += mp_case(comm, rank, n, (coll_dtype_t)dt, (coll_redop_t)op, sizes[s],
+                                     ip, root);
                     cases++;
                 }
             }
@@ -222,8 +239,8 @@ int main(int argc, char **argv)
             if (only_n > 0 && counts[i] != only_n) {
                 continue;
             }
-            coll_test_opts_t o = {.nranks = counts[i], .want_comm = 1, .timeout_s = 300,
-                                  .transport = tps[t]};
+            coll_test_opts_t o = {
+                .nranks = counts[i], .want_comm = 1, .timeout_s = 300, .transport = tps[t]};
             printf("%s over %s:\n", argv[0], tps[t]);
             fflush(stdout);
             int rc = coll_test_run_ranks(&o, mp_rank_main, NULL);

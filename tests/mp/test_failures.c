@@ -164,10 +164,10 @@ int main(void)
     setenv("COLL_TIMEOUT", "30", 0);
     for (int t = 0; t < ntp; t++) {
         for (int victim = 0; victim < 4; victim += 2) {
-            coll_test_opts_t o = {.nranks = 4, .want_comm = 1, .timeout_s = 120,
-                                  .victim = victim + 1};
-            failed += run(victim == 0 ? "kill -9 of rank 0 (root)" : "kill -9 of rank 2",
-                          tps[t], o, kill_rank, &victim);
+            coll_test_opts_t o = {
+                .nranks = 4, .want_comm = 1, .timeout_s = 120, .victim = victim + 1};
+            failed += run(victim == 0 ? "kill -9 of rank 0 (root)" : "kill -9 of rank 2", tps[t], o,
+                          kill_rank, &victim);
             total++;
         }
         coll_test_opts_t a = {.nranks = 3, .want_comm = 1, .timeout_s = 60};
@@ -178,8 +178,8 @@ int main(void)
         failed += run("silent rank times out", tps[t], to, timeout_rank, NULL);
         total++;
         setenv("COLL_TIMEOUT", "30", 1);
-        coll_test_opts_t g = {.nranks = 3, .want_comm = 1, .timeout_s = 60,
-                              .before_share = garbage_client};
+        coll_test_opts_t g = {
+            .nranks = 3, .want_comm = 1, .timeout_s = 60, .before_share = garbage_client};
         failed += run("garbage on the bootstrap port", tps[t], g, garbage_rank, NULL);
         total++;
     }

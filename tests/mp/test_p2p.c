@@ -16,9 +16,9 @@ static int p2p_rank(int rank, int n, coll_comm_t *comm, void *arg)
     static const size_t sizes[] = {0, 1, 7, 1000, 100003};
     int                 right = (rank + 1) % n, left = (rank + n - 1) % n;
     for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
-        size_t           cnt = sizes[s];
-        int32_t         *out[3], *in[3];
-        coll_request_t  *reqs[6];
+        size_t          cnt = sizes[s];
+        int32_t        *out[3], *in[3];
+        coll_request_t *reqs[6];
         for (int k = 0; k < 3; k++) {
             out[k] = malloc(cnt * 4 + 4);
             in[k]  = calloc(cnt + 1, 4);
@@ -79,13 +79,13 @@ static int p2p_rank(int rank, int n, coll_comm_t *comm, void *arg)
 
 int main(void)
 {
-    const char *tps[8];
-    int         ntp = coll_test_transports(tps, 8), failed = 0, total = 0;
+    const char      *tps[8];
+    int              ntp = coll_test_transports(tps, 8), failed = 0, total = 0;
     static const int counts[] = {1, 2, 3, 5, 8};
     for (int t = 0; t < ntp; t++) {
         for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++) {
-            coll_test_opts_t o = {.nranks = counts[i], .want_comm = 1, .timeout_s = 120,
-                                  .transport = tps[t]};
+            coll_test_opts_t o = {
+                .nranks = counts[i], .want_comm = 1, .timeout_s = 120, .transport = tps[t]};
             int rc = coll_test_run_ranks(&o, p2p_rank, NULL);
             printf("%s: p2p over %s, %d ranks\n", rc ? "FAIL" : "PASS", tps[t], counts[i]);
             total++;

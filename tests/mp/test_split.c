@@ -48,13 +48,13 @@ static int split_rank(int rank, int n, coll_comm_t *comm, void *arg)
 
 int main(void)
 {
-    const char *tps[8];
-    int         ntp = coll_test_transports(tps, 8), failed = 0, total = 0;
+    const char      *tps[8];
+    int              ntp = coll_test_transports(tps, 8), failed = 0, total = 0;
     static const int counts[] = {1, 2, 4, 5};
     for (int t = 0; t < ntp; t++) {
         for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++) {
-            coll_test_opts_t o = {.nranks = counts[i], .want_comm = 1, .timeout_s = 120,
-                                  .transport = tps[t]};
+            coll_test_opts_t o = {
+                .nranks = counts[i], .want_comm = 1, .timeout_s = 120, .transport = tps[t]};
             int rc = coll_test_run_ranks(&o, split_rank, NULL);
             printf("%s: split over %s, %d ranks\n", rc ? "FAIL" : "PASS", tps[t], counts[i]);
             total++;

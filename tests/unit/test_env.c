@@ -15,14 +15,31 @@ extern char **environ;
 
 static void env_clear(void)
 {
-    static const char *vars[] = {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE",
-                                 "MASTER_ADDR", "MASTER_PORT", "SLURM_PROCID", "SLURM_NTASKS",
-                                 "SLURM_LOCALID", "SLURM_JOB_ID", "SLURM_STEP_ID",
-                                 "SLURM_NODELIST", "SLURM_STEP_NODELIST", "OMPI_COMM_WORLD_RANK",
-                                 "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
-                                 "OMPI_MCA_ess_base_jobid", "PMI_RANK", "PMI_SIZE",
-                                 "COLL_RANK", "COLL_NRANKS", "COLL_ROOT_ADDR", "COLL_JOB_SECRET",
-                                 "COLL_LOCAL_RANK", "COLL_LOCAL_NRANKS"};
+    static const char *vars[] = {"RANK",
+                                 "WORLD_SIZE",
+                                 "LOCAL_RANK",
+                                 "LOCAL_WORLD_SIZE",
+                                 "MASTER_ADDR",
+                                 "MASTER_PORT",
+                                 "SLURM_PROCID",
+                                 "SLURM_NTASKS",
+                                 "SLURM_LOCALID",
+                                 "SLURM_JOB_ID",
+                                 "SLURM_STEP_ID",
+                                 "SLURM_NODELIST",
+                                 "SLURM_STEP_NODELIST",
+                                 "OMPI_COMM_WORLD_RANK",
+                                 "OMPI_COMM_WORLD_SIZE",
+                                 "OMPI_COMM_WORLD_LOCAL_RANK",
+                                 "OMPI_MCA_ess_base_jobid",
+                                 "PMI_RANK",
+                                 "PMI_SIZE",
+                                 "COLL_RANK",
+                                 "COLL_NRANKS",
+                                 "COLL_ROOT_ADDR",
+                                 "COLL_JOB_SECRET",
+                                 "COLL_LOCAL_RANK",
+                                 "COLL_LOCAL_NRANKS"};
     for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
         unsetenv(vars[i]);
     }

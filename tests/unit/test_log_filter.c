@@ -306,10 +306,10 @@ static void test_concurrent(void)
     snprintf(env_file, sizeof(env_file), "COLL_DEBUG_FILE=%s", path);
     test_child(env, NULL, test_body_threads);
     char *log = test_read(path);
-    int rc = regcomp(&re,
-                     "^[^: ]+:[0-9]+:[0-9]+ \\[-\\] COLL WARN TCP test_log_filter\\.c:[0-9]+ "
-                     "thread [0-9]+ line [0-9]+ (padding-){6}end$",
-                     REG_EXTENDED | REG_NOSUB);
+    int   rc  = regcomp(&re,
+                        "^[^: ]+:[0-9]+:[0-9]+ \\[-\\] COLL WARN TCP test_log_filter\\.c:[0-9]+ "
+                           "thread [0-9]+ line [0-9]+ (padding-){6}end$",
+                        REG_EXTENDED | REG_NOSUB);
     ASSERT_EQ(rc, 0);
     for (char *line = strtok(log, "\n"); line != NULL; line = strtok(NULL, "\n")) {
         ASSERT_(regexec(&re, line, 0, NULL, 0) == 0, "torn line: %s", line);

@@ -77,22 +77,33 @@ static void test_parse_size(void)
     static const struct {
         const char *text;
         size_t      value;
-    } good[] = {{"0", 0},
-                {"4096", 4096},
-                {"4k", 4096},
-                {"4K", 4096},
-                {"1kb", 1024},
-                {"1KiB", 1024},
-                {"1m", 1u << 20},
-                {"1MiB", 1u << 20},
-                {"3mb", 3u << 20},
-                {"2g", (size_t)2 << 30},
-                {"1t", (size_t)1 << 40},
-                {"100b", 100}};
-    static const char *const bad[] = {"",     "k",    "-1",   "+4", "1x", "1kk", "1.5k", " 4k",
-                                      "4 k",  "4ki",  "4kib2", "0x10",
-                                      "99999999999999999999", "17179869184g"};
-    size_t v;
+    } good[]                       = {{"0", 0},
+                                      {"4096", 4096},
+                                      {"4k", 4096},
+                                      {"4K", 4096},
+                                      {"1kb", 1024},
+                                      {"1KiB", 1024},
+                                      {"1m", 1u << 20},
+                                      {"1MiB", 1u << 20},
+                                      {"3mb", 3u << 20},
+                                      {"2g", (size_t)2 << 30},
+                                      {"1t", (size_t)1 << 40},
+                                      {"100b", 100}};
+    static const char *const bad[] = {"",
+                                      "k",
+                                      "-1",
+                                      "+4",
+                                      "1x",
+                                      "1kk",
+                                      "1.5k",
+                                      " 4k",
+                                      "4 k",
+                                      "4ki",
+                                      "4kib2",
+                                      "0x10",
+                                      "99999999999999999999",
+                                      "17179869184g"};
+    size_t                   v;
 
     for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
         v = 12345;
@@ -110,12 +121,12 @@ static void test_parse_time(void)
     static const struct {
         const char *text;
         double      value;
-    } good[] = {{"30", 30.0},    {"1.5", 1.5},   {"30s", 30.0},  {"500ms", 0.5},
-                {"20us", 20e-6}, {"100ns", 1e-7}, {"2m", 120.0}, {"1h", 3600.0},
-                {".5", 0.5},     {"0", 0.0},     {"10MS", 0.01}, {"3min", 180.0}};
-    static const char *const bad[] = {"",    "s",   "-1",  "1x",  "1e3", "inf", "nan",
-                                      "0x10", "1.2.3", "5 s", " 5", ".",  "1d"};
-    double v;
+    } good[] = {{"30", 30.0},    {"1.5", 1.5},    {"30s", 30.0},  {"500ms", 0.5},
+                {"20us", 20e-6}, {"100ns", 1e-7}, {"2m", 120.0},  {"1h", 3600.0},
+                {".5", 0.5},     {"0", 0.0},      {"10MS", 0.01}, {"3min", 180.0}};
+    static const char *const bad[] = {"",     "s",     "-1",  "1x", "1e3", "inf", "nan",
+                                      "0x10", "1.2.3", "5 s", " 5", ".",   "1d"};
+    double                   v;
 
     for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
         v = -1.0;
@@ -133,7 +144,7 @@ static void test_parse_bool(void)
     static const char *const yes[] = {"y", "yes", "1", "true", "on", "Y", "YES", "True", "ON"};
     static const char *const no[]  = {"n", "no", "0", "false", "off", "N", "No", "FALSE", "Off"};
     static const char *const bad[] = {"", "2", "yess", "maybe", " y", "-1"};
-    int v;
+    int                      v;
 
     for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
         v = -1;

@@ -5,6 +5,7 @@
  * run in the simulator under several random interleavings and compared with a plain reference.
  * Also structure checks (ring step counts, chain roots), sched.c's error paths, the
  * simulator's own error detection and the registry. Usage: test_sched [-v] [-q (quick)].
+ * Over 800 lines on purpose: one matrix driver and its reference must stay side by side.
  */
 #include <inttypes.h>
 #include <stdio.h>
