@@ -45,7 +45,7 @@ static void sock_if_filter_parse(const char *spec, sock_if_filter_t *f)
         size_t len = strcspn(p, ",");
 
         if (len > 0) {
-            size_t copy = COLL_MIN(len, (size_t)IF_NAMESIZE - 1);
+            size_t copy = COLL_MIN_OF(len, (size_t)IF_NAMESIZE - 1);
             memcpy(f->names[f->n], p, copy);
             f->names[f->n][copy] = '\0';
             f->n++;

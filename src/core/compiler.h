@@ -9,8 +9,8 @@
 #define COLL_ALIGNED(_n)    __attribute__((aligned(_n)))
 #define COLL_UNUSED         __attribute__((unused))
 #define COLL_ARRAY_SIZE(_a) (sizeof(_a) / sizeof((_a)[0]))
-#define COLL_MIN(_a, _b)    ((_a) < (_b) ? (_a) : (_b))
-#define COLL_MAX(_a, _b)    ((_a) > (_b) ? (_a) : (_b))
+#define COLL_MIN_OF(_a, _b) ((_a) < (_b) ? (_a) : (_b))
+#define COLL_MAX_OF(_a, _b) ((_a) > (_b) ? (_a) : (_b))
 #define COLL_DIV_UP(_a, _b) (((_a) + (_b)-1) / (_b))
 
 #endif

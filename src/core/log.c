@@ -259,7 +259,7 @@ void coll_log_emit(coll_log_level_t lvl, coll_subsys_t ss, const char *file, int
     int body = vsnprintf(buf + len, sizeof(buf) - len, fmt, ap);
     va_end(ap);
     if (body > 0) {
-        len += COLL_MIN((size_t)body, sizeof(buf) - len - 1);
+        len += COLL_MIN_OF((size_t)body, sizeof(buf) - len - 1);
     }
     while (len > 0 && buf[len - 1] == '\n') {
         len--;

@@ -287,7 +287,7 @@ static void test_out_of_order(coll_tp_ctx_t *ctx, coll_tp_ep_t **eps, uint64_t r
  * (reduced from the buffer at post time); in place for odd peers. */
 static void test_reduce(coll_tp_ctx_t *ctx, coll_tp_ep_t **eps, uint64_t ring, int posted)
 {
-    size_t count = (size_t)(COLL_MIN(ring / 4, SHM_FRAG_MAX) / 4) * 3 + 13;
+    size_t count = (size_t)(COLL_MIN_OF(ring / 4, SHM_FRAG_MAX) / 4) * 3 + 13;
     float *in    = malloc(count * 4), *opnd[MAX_RANKS], *out[MAX_RANKS];
     req_t  rs[2 * MAX_RANKS];
     int    k = 0;

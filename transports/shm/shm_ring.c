@@ -40,7 +40,7 @@ void shm_ring_view(shm_ring_t *r, void *ring_base, uint64_t size, int peer)
     r->ctrl = ring_base;
     r->data = (char *)ring_base + SHM_RING_CTRL_SIZE;
     r->size = size;
-    r->frag = COLL_MIN(size / 4, SHM_FRAG_MAX); /* several frames in flight, 64-multiple */
+    r->frag = COLL_MIN_OF(size / 4, SHM_FRAG_MAX); /* several frames in flight, 64-multiple */
     r->peer = peer;
 }
 
@@ -83,7 +83,7 @@ int shm_ring_push(shm_ring_t *r, coll_tp_op_t *op, int *started, int *complete_p
     int frames = 0;
 
     while (op->bytes < op->len || *started == 0) {
-        uint64_t n      = COLL_MIN((uint64_t)(op->len - op->bytes), r->frag);
+        uint64_t n      = COLL_MIN_OF((uint64_t)(op->len - op->bytes), r->frag);
         uint64_t need   = SHM_FRAME_HDR + ring_round(n);
         uint64_t off    = r->pos & (r->size - 1);
         uint64_t contig = r->size - off;

@@ -185,7 +185,7 @@ coll_result_t coll_tcp_listen(coll_tcp_ctx_t *ctx, void *handle, size_t *handle_
     }
     coll_tcp_sa_str((struct sockaddr *)&ctx->addr.sa, ctx->addr_str, sizeof(ctx->addr_str));
     status  = COLL_ERR_SYSTEM;
-    backlog = COLL_MAX(ctx->nranks * ctx->nsocks + TCP_STRAY_SLACK, 128);
+    backlog = COLL_MAX_OF(ctx->nranks * ctx->nsocks + TCP_STRAY_SLACK, 128);
     if (bind(fd, (struct sockaddr *)&ctx->addr.sa, ctx->addr.salen) != 0) {
         coll_error(TCP, "bind to %s (%s) failed: %s", ctx->addr_str, ctx->addr.ifname,
                    strerror(errno));
@@ -223,7 +223,7 @@ static void tcp_out_retry(tcp_cstate_t *cs, tcp_conn_t *c, int err, double now)
     c->nbytes     = 0;
     c->last_errno = err;
     c->retry_at   = now + c->backoff;
-    c->backoff    = COLL_MIN(c->backoff * 2, TCP_RETRY_MAX_S);
+    c->backoff    = COLL_MIN_OF(c->backoff * 2, TCP_RETRY_MAX_S);
     coll_debug(TCP, "connection %d to rank %d (%s): %s; retrying", c->index, cs->peers[c->pos],
                c->raddr, err != 0 ? strerror(err) : "closed before ack");
 }
@@ -660,7 +660,7 @@ static int tcp_cs_pollset(tcp_cstate_t *cs, double now, double *wake_at)
             tcp_out_start(cs, c, now);
         }
         if (c->state == TCP_OUT_IDLE) {
-            *wake_at = COLL_MIN(*wake_at, c->retry_at);
+            *wake_at = COLL_MIN_OF(*wake_at, c->retry_at);
         } else if (c->state == TCP_OUT_CONNECTING || c->state == TCP_OUT_HELLO) {
             tcp_cs_add(cs, &n, c->fd, POLLOUT, c);
         } else if (c->state == TCP_OUT_ACK) {
@@ -723,7 +723,7 @@ static coll_result_t tcp_cs_run(tcp_cstate_t *cs, double deadline)
             return cs->fatal;
         }
         ms = (int)ceil((wake_at - now) * 1000.0);
-        ms = COLL_MAX(0, COLL_MIN(ms, TCP_POLL_MAX_MS));
+        ms = COLL_MAX_OF(0, COLL_MIN_OF(ms, TCP_POLL_MAX_MS));
         if (poll(cs->pfds, (nfds_t)n, ms) < 0 && errno != EINTR) {
             coll_error(TCP, "poll() failed: %s", strerror(errno));
             return COLL_ERR_SYSTEM;

@@ -48,7 +48,7 @@ static coll_tcp_sreq_t *tcp_sreq_get(coll_tcp_ep_t *ep)
     coll_tcp_sreq_t *sreq;
 
     if (ep->sreq_free == NULL &&
-        tcp_sreq_grow(ep, COLL_MAX(ep->sreq_count, (size_t)TCP_SREQ_GROW_MIN)) != COLL_OK) {
+        tcp_sreq_grow(ep, COLL_MAX_OF(ep->sreq_count, (size_t)TCP_SREQ_GROW_MIN)) != COLL_OK) {
         return NULL;
     }
     sreq          = ep->sreq_free;
@@ -263,7 +263,7 @@ static int tcp_sock_flush(coll_tcp_sock_t *s)
         coll_tcp_slink_t *link = s->txq_head;
         coll_tp_op_t     *op   = link->sreq->op;
         uint64_t          off  = link->frame * frag;
-        size_t            len  = (size_t)COLL_MIN((uint64_t)frag, op->len - off);
+        size_t            len  = (size_t)COLL_MIN_OF((uint64_t)frag, op->len - off);
         size_t            want;
         ssize_t           n;
         int               niov = 0;
@@ -344,7 +344,7 @@ coll_result_t coll_tcp_ep_isend(coll_tp_ep_t *tep, coll_tp_op_t *op)
     ep->sends_pending++;
     /* frame i goes to socket (start + i) % nsocks: each socket holds one link per message */
     start         = ep->next_sock;
-    nlinks        = (uint32_t)COLL_MIN(nframes, (uint64_t)ep->nsocks);
+    nlinks        = (uint32_t)COLL_MIN_OF(nframes, (uint64_t)ep->nsocks);
     ep->next_sock = (uint32_t)((start + nframes) % (uint64_t)ep->nsocks);
     for (j = 0; j < nlinks; j++) {
         coll_tcp_sock_t  *s    = &ep->socks[(start + j) % (uint32_t)ep->nsocks];
@@ -462,7 +462,7 @@ static int tcp_sock_consume_stage(coll_tcp_sock_t *s)
         size_t      avail = s->rx_stage_len - s->rx_stage_off, take;
 
         if (s->rx_state == COLL_TCP_RX_HDR) {
-            take = COLL_MIN(avail, COLL_TCP_FRAME_HDR - s->rx_got);
+            take = COLL_MIN_OF(avail, COLL_TCP_FRAME_HDR - s->rx_got);
             memcpy(s->rx_hdr + s->rx_got, src, take);
             s->rx_stage_off += take;
             s->rx_got += take;
@@ -474,7 +474,7 @@ static int tcp_sock_consume_stage(coll_tcp_sock_t *s)
             }
             continue;
         }
-        take = COLL_MIN(avail, (size_t)s->rx_len - s->rx_got);
+        take = COLL_MIN_OF(avail, (size_t)s->rx_len - s->rx_got);
         s->rx_stage_off += take;
         /* a whole payload in the stage is delivered in place when aligned for any dtype */
         if (s->rx_zc == NULL && s->rx_got == 0 && take == s->rx_len && ((uintptr_t)src & 7) == 0) {
