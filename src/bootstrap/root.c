@@ -59,6 +59,20 @@ struct coll_boot_root {
 
 static pthread_mutex_t   root_list_lock = PTHREAD_MUTEX_INITIALIZER;
 static coll_boot_root_t *root_list;
+static pthread_once_t    root_atfork_once = PTHREAD_ONCE_INIT;
+
+/* A forked child has none of the parent's root threads: forget them there (their memory is the
+ * parent's business), so that a child's destroy never waits on a thread it does not have. */
+static void root_atfork_child(void)
+{
+    pthread_mutex_init(&root_list_lock, NULL);
+    root_list = NULL;
+}
+
+static void root_atfork_register(void)
+{
+    pthread_atfork(NULL, NULL, root_atfork_child);
+}
 
 static void root_send(coll_boot_root_t *r, root_conn_t *c, coll_boot_type_t type, int from,
                       uint32_t round, const void *payload, uint32_t len)
@@ -432,6 +446,7 @@ coll_result_t coll_boot_root_start(const coll_sockaddr_t *bind_addr,
     coll_boot_root_t *r    = coll_calloc(1, sizeof(*r), "bootstrap root");
     coll_sockaddr_t   addr = *bind_addr, adv = *advertise_addr;
     coll_result_t     st;
+    pthread_once(&root_atfork_once, root_atfork_register);
     if (r == NULL) {
         return COLL_ERR_NO_MEMORY;
     }

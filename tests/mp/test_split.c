@@ -46,6 +46,21 @@ static int split_rank(int rank, int n, coll_comm_t *comm, void *arg)
     return 0;
 }
 
+/* NCCL style with a non-member creator: the parent makes the id and forks the ranks; the
+ * children inherit the id but not the root thread, which keeps serving from the parent. */
+static coll_unique_id_t parent_id;
+
+static int parent_id_rank(int rank, int n, coll_comm_t *unused, void *arg)
+{
+    coll_comm_t *comm;
+    int          x = rank + 1, sum = 0;
+    ASSERT_OK(coll_comm_init_rank(&comm, n, parent_id, rank));
+    ASSERT_OK(coll_allreduce(&x, &sum, 1, COLL_INT32, COLL_SUM, comm));
+    ASSERT_EQ(sum, n * (n + 1) / 2);
+    ASSERT_OK(coll_comm_destroy(comm));
+    return 0;
+}
+
 int main(void)
 {
     const char      *tps[8];
@@ -61,6 +76,12 @@ int main(void)
             failed += rc != 0;
         }
     }
+    ASSERT_OK(coll_get_unique_id(&parent_id));
+    coll_test_opts_t po  = {.nranks = 3, .want_comm = 0, .timeout_s = 60};
+    int              prc = coll_test_run_ranks(&po, parent_id_rank, NULL);
+    printf("%s: communicator from an id made by the (non-member) parent\n", prc ? "FAIL" : "PASS");
+    total++;
+    failed += prc != 0;
     printf("%d passed, %d failed\n", total - failed, failed);
     return failed != 0;
 }
