@@ -49,6 +49,9 @@ typedef struct coll_algo {
     const char *name;  /* value accepted by COLL_ALGO: "ring", "chain", "pairwise", ... */
     const char *desc;  /* one line, printed by collinfo */
     uint32_t    colls; /* bitmask of (1u << coll_op_t) */
+    /* 1: picked only when COLL_ALGO names it; the tuner skips it until measurements on real
+     * runs show where it wins */
+    int forced_only;
     /* Pure: can it run this call on nranks ranks? */
     int (*supported)(int nranks, const coll_args_t *args);
     /* Pure: predicted time in microseconds with a simple alpha-beta model. */

@@ -4,4 +4,5 @@ COLL_LIB_SOURCES += algorithms/sched.h algorithms/sched.c algorithms/algo.h \
     algorithms/ring/ring.h algorithms/ring/allreduce.c algorithms/ring/reduce_scatter.c \
     algorithms/ring/allgather.c algorithms/ring/broadcast.c algorithms/ring/reduce.c \
     algorithms/basic/basic.h algorithms/basic/alltoall.c algorithms/basic/barrier.c \
-    algorithms/basic/sendrecv.c
+    algorithms/basic/sendrecv.c \
+    algorithms/rd/rd.h algorithms/rd/allreduce_rd.c algorithms/rd/allreduce_rab.c

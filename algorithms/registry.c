@@ -11,6 +11,7 @@
 #include <string.h>
 #include "basic/basic.h"
 #include "log.h"
+#include "rd/rd.h"
 #include "ring/ring.h"
 
 /*
@@ -109,6 +110,55 @@ static coll_result_t ring_build(int rank, int nranks, const coll_args_t *args, c
     }
 }
 
+/* ---- recursive doubling / Rabenseifner allreduce ---- */
+
+/*
+ * Rabenseifner exchanges with partners at distance p/2, p/4, ...: on real machines the far
+ * pairs cross the slowest links in every round and the pieces of a round do not stream the way
+ * a ring's neighbour traffic does. Without a calibrated topology model its bandwidth term is
+ * charged this factor over the ring's, which leaves large messages to the ring.
+ */
+#define ALGO_RAB_BW_PENALTY 1.1
+
+static int rd_supported(int nranks, const coll_args_t *args)
+{
+    return nranks >= 1 && args->coll == COLL_OP_ALLREDUCE && coll_dtype_size(args->dtype) != 0;
+}
+
+/* log2 of the largest power of two <= n, and 1 when n is not a power of two (the fold). */
+static int rd_log2(int nranks, int *fold_p)
+{
+    int lg = 0;
+
+    while ((2LL << lg) <= nranks) {
+        lg++;
+    }
+    *fold_p = (nranks != (1 << lg));
+    return lg;
+}
+
+/* log2(p) full-vector exchanges, plus the fold's send down and result back. */
+static double rd_cost_us(int nranks, const coll_args_t *args, double alpha, double beta)
+{
+    int    fold, lg = rd_log2(nranks, &fold);
+    double bytes = algo_bytes(args);
+
+    return (lg + 2.0 * fold) * (alpha + bytes * beta);
+}
+
+/* Halving and doubling: 2 log2(p) messages, 2 (p-1)/p of the data; plus the fold. */
+static double rab_cost_us(int nranks, const coll_args_t *args, double alpha, double beta)
+{
+    int    fold, lg = rd_log2(nranks, &fold);
+    double p = (double)(1 << lg), bytes = algo_bytes(args);
+
+    if (nranks <= 1) {
+        return 0.0;
+    }
+    return 2.0 * lg * alpha + ALGO_RAB_BW_PENALTY * 2.0 * (p - 1.0) / p * bytes * beta +
+           2.0 * fold * (alpha + bytes * beta);
+}
+
 /* ---- pairwise alltoall ---- */
 
 static int pairwise_supported(int nranks, const coll_args_t *args)
@@ -162,6 +212,20 @@ static const coll_algo_t algo_table[] = {
      .supported = ring_supported,
      .cost_us   = ring_cost_us,
      .build     = ring_build},
+    {.name  = "recursive_doubling",
+     .desc  = "allreduce in log2 n rounds of full-vector exchanges (only via COLL_ALGO for now)",
+     .colls = ALGO_BIT(COLL_OP_ALLREDUCE),
+     .forced_only = 1,
+     .supported   = rd_supported,
+     .cost_us     = rd_cost_us,
+     .build       = coll_rd_allreduce_build},
+    {.name        = "rabenseifner",
+     .desc        = "halving reduce-scatter + doubling allgather (only via COLL_ALGO for now)",
+     .colls       = ALGO_BIT(COLL_OP_ALLREDUCE),
+     .forced_only = 1,
+     .supported   = rd_supported,
+     .cost_us     = rab_cost_us,
+     .build       = coll_rab_allreduce_build},
     {.name      = "pairwise",
      .desc      = "alltoall in n-1 rounds of exchanges with rank +k / -k, chunked",
      .colls     = ALGO_BIT(COLL_OP_ALLTOALL),
@@ -324,7 +388,7 @@ const coll_algo_t *coll_algo_select(int nranks, const coll_args_t *args, const c
         const coll_algo_t *a = &algo_table[i];
         double             c;
 
-        if (!algo_applies(a, nranks, args)) {
+        if (a->forced_only || !algo_applies(a, nranks, args)) {
             continue;
         }
         c = a->cost_us(nranks, args, ALGO_ALPHA_US, ALGO_BETA_US_PER_BYTE);

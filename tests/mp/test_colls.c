@@ -234,20 +234,29 @@ int main(int argc, char **argv)
         tps[0] = only_t;
     }
     static const int counts[] = {1, 2, 3, 4, 5, 8};
-    for (int t = 0; t < ntp; t++) {
-        for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++) {
-            if (only_n > 0 && counts[i] != only_n) {
-                continue;
+    /* every algorithm of the collective, through COLL_ALGO (NULL: the automatic choice) */
+    static const char *const algos[] = {NULL, "recursive_doubling", "rabenseifner"};
+    int                      nalgos  = MP_COLL == MP_ALLREDUCE ? 3 : 1;
+    for (int a = 0; a < nalgos; a++) {
+        if (algos[a] != NULL) {
+            setenv("COLL_ALGO", algos[a], 1);
+        }
+        for (int t = 0; t < ntp; t++) {
+            for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++) {
+                if (only_n > 0 && counts[i] != only_n) {
+                    continue;
+                }
+                coll_test_opts_t o = {
+                    .nranks = counts[i], .want_comm = 1, .timeout_s = 300, .transport = tps[t]};
+                printf("%s over %s, algorithm %s:\n", argv[0], tps[t],
+                       algos[a] ? algos[a] : "auto");
+                fflush(stdout);
+                int rc = coll_test_run_ranks(&o, mp_rank_main, NULL);
+                total++;
+                failed += rc != 0;
+                printf("%s: %s, %d ranks, %s: %s\n", rc ? "FAIL" : "PASS", tps[t], counts[i],
+                       algos[a] ? algos[a] : "auto", rc ? "failed" : "ok");
             }
-            coll_test_opts_t o = {
-                .nranks = counts[i], .want_comm = 1, .timeout_s = 300, .transport = tps[t]};
-            printf("%s over %s:\n", argv[0], tps[t]);
-            fflush(stdout);
-            int rc = coll_test_run_ranks(&o, mp_rank_main, NULL);
-            total++;
-            failed += rc != 0;
-            printf("%s: %s, %d ranks: %s\n", rc ? "FAIL" : "PASS", tps[t], counts[i],
-                   rc ? "failed" : "ok");
         }
     }
     printf("%d passed, %d failed\n", total - failed, failed);

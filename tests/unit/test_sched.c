@@ -564,6 +564,116 @@ static void sweep_barrier(const coll_algo_t *a)
     }
 }
 
+/* ---- allreduce bit identity ---- */
+
+/*
+ * Training needs every rank to hold the same bits after an allreduce. Non-integer random
+ * inputs make the result depend on the order of reduction; every rank's recvbuf must equal
+ * rank 0's bit for bit, and the reference within a tolerance.
+ */
+static void run_identity(const coll_algo_t *algo, int n, coll_dtype_t dt, coll_redop_t op,
+                         size_t count, int ip, uint64_t seed)
+{
+    tcase_t      tc = {.algo = algo, .nranks = n, .seed = seed};
+    coll_sched_t s[MAX_RANKS];
+    trank_t      ranks[MAX_RANKS];
+    sim_proc_t   procs[MAX_RANKS];
+    size_t       es = coll_dtype_size(dt);
+    char         err[1024], d[256];
+    double       maxdiff = 0.0, tol = (dt == COLL_FLOAT32) ? 1e-4 : 0.1;
+    char        *ref;
+
+    tc.args = (coll_args_t){.coll        = COLL_OP_ALLREDUCE,
+                            .count       = count,
+                            .dtype       = dt,
+                            .op          = op,
+                            .root        = -1,
+                            .in_place    = ip,
+                            .chunk_bytes = 64};
+    tbuild(&tc, s);
+    for (int r = 0; r < n; r++) {
+        uint64_t state = seed * 7919u + (uint64_t)r;
+
+        trank_setup(&tc, r, &ranks[r]);
+        for (size_t i = 0; i < count; i++) { /* uniform in [-1, 1), 24 random bits */
+            double v = (double)(coll_test_rand(&state) >> 40) / (double)(1 << 23) - 1.0;
+            if (dt == COLL_FLOAT32) {
+                ((float *)ranks[r].in)[i] = (float)v;
+            } else {
+                ((uint16_t *)ranks[r].in)[i] = coll_float_to_bf16((float)v);
+            }
+        }
+        memcpy(tip(&tc, r) ? ranks[r].buf[COLL_BUF_RECV] : ranks[r].buf[COLL_BUF_SEND], ranks[r].in,
+               count * es);
+        if (s[r].scratch_bytes > 0) {
+            tbuf_alloc(&ranks[r], COLL_BUF_SCRATCH, s[r].scratch_bytes);
+        }
+        procs[r].sched = &s[r];
+        for (int b = 0; b < COLL_BUF_COUNT; b++) {
+            procs[r].buf[b]  = ranks[r].buf[b];
+            procs[r].size[b] = ranks[r].size[b];
+        }
+    }
+    tdescribe(&tc, d, sizeof(d));
+    if (sim_run(procs, n, seed, NULL, err, sizeof(err)) != 0) {
+        fprintf(stderr, "FAIL %s: %s\n", d, err);
+        abort();
+    }
+    ref = treference(&tc, ranks);
+    for (int r = 0; r < n; r++) {
+        const char *got = ranks[r].buf[COLL_BUF_RECV];
+
+        if (memcmp(got, ranks[0].buf[COLL_BUF_RECV], count * es) != 0) {
+            fprintf(stderr, "FAIL %s: rank %d's result differs from rank 0's in its bits\n", d, r);
+            abort();
+        }
+        for (size_t i = 0; i < count; i++) {
+            double diff = tget(dt, got, i) - tget(dt, ref, i);
+            maxdiff     = (diff < 0 ? -diff : diff) > maxdiff ? (diff < 0 ? -diff : diff) : maxdiff;
+        }
+    }
+    if (maxdiff > tol * n) {
+        fprintf(stderr, "FAIL %s: maxdiff %g against the reference\n", d, maxdiff);
+        abort();
+    }
+    if (verbose) {
+        printf("ok identical bits %s (maxdiff %g)\n", d, maxdiff);
+    }
+    free(ref);
+    for (int r = 0; r < n; r++) {
+        trank_free(&ranks[r]);
+        coll_sched_destroy(&s[r]);
+    }
+    ncases++;
+}
+
+static void test_bit_identity(void)
+{
+    static const char *const  algos[]  = {"ring", "recursive_doubling", "rabenseifner"};
+    static const size_t       counts[] = {1, 7, 37, 200};
+    static const coll_redop_t ops[]    = {COLL_SUM, COLL_AVG};
+
+    for (size_t ai = 0; ai < COLL_ARRAY_SIZE(algos); ai++) {
+        const coll_algo_t *a = coll_algo_registry_find(algos[ai]);
+
+        ASSERT_TRUE(a != NULL);
+        for (size_t ni = 0; ni < COLL_ARRAY_SIZE(rank_counts); ni++) {
+            for (size_t ci = 0; ci < COLL_ARRAY_SIZE(counts); ci++) {
+                for (size_t oi = 0; oi < COLL_ARRAY_SIZE(ops); oi++) {
+                    for (int ip = 0; ip <= TIP_MIXED; ip++) {
+                        uint64_t seed = 1 + ci * 31 + oi * 7 + (uint64_t)ip;
+
+                        run_identity(a, rank_counts[ni], COLL_FLOAT32, ops[oi], counts[ci], ip,
+                                     seed);
+                        run_identity(a, rank_counts[ni], COLL_BFLOAT16, ops[oi], counts[ci], ip,
+                                     seed);
+                    }
+                }
+            }
+        }
+    }
+}
+
 /* ---- structure ---- */
 
 /* Builds rank's schedule (fp32, 64-byte chunks) with the selected algorithm; returns the
@@ -578,7 +688,7 @@ static size_t build_count(coll_op_t coll, int rank, int n, size_t count, coll_re
                                .root        = root,
                                .in_place    = ip,
                                .chunk_bytes = 64};
-    const coll_algo_t *a    = coll_algo_select(n, &args, NULL);
+    const coll_algo_t *a    = coll_algo_select(n, &args, "ring"); /* the counts below are ring's */
     coll_sched_t       s;
     char               msg[256];
     size_t             scratch;
@@ -734,6 +844,62 @@ static void test_sched_errors(void)
 
 /* ---- registry ---- */
 
+/* Allreduce by size: recursive doubling for small, Rabenseifner for medium, ring for large. */
+
+/* The cost model's favourite allreduce, forced-only algorithms included. */
+static const coll_algo_t *algo_cheapest(int n, const coll_args_t *a)
+{
+    const coll_algo_t *best      = NULL;
+    double             best_cost = 0;
+    for (int i = 0; i < coll_algo_registry_count(); i++) {
+        const coll_algo_t *x = coll_algo_registry_get(i);
+        if (!(x->colls & (1u << a->coll)) || !x->supported(n, a)) {
+            continue;
+        }
+        double c = x->cost_us(n, a, 5.0, 2e-4);
+        if (best == NULL || c < best_cost) {
+            best      = x;
+            best_cost = c;
+        }
+    }
+    return best;
+}
+
+static void test_registry_sizes(void)
+{
+    static const int ns[] = {4, 6, 8, 16}; /* 6: the fold costs more than the ring at 256 KiB */
+    coll_args_t      a    = {.coll        = COLL_OP_ALLREDUCE,
+                             .dtype       = COLL_FLOAT32,
+                             .op          = COLL_SUM,
+                             .root        = -1,
+                             .chunk_bytes = 512 << 10};
+
+    for (size_t i = 0; i < COLL_ARRAY_SIZE(ns); i++) {
+        const coll_algo_t *small, *medium, *large;
+
+        a.count = 2; /* 8 bytes */
+        small   = algo_cheapest(ns[i], &a);
+        a.count = 64 << 10; /* 256 KiB */
+        medium  = algo_cheapest(ns[i], &a);
+        a.count = 16 << 20; /* 64 MiB */
+        large   = algo_cheapest(ns[i], &a);
+        if (verbose) {
+            printf("n=%d: 8 B %s, 256 KiB %s, 64 MiB %s\n", ns[i], small->name, medium->name,
+                   large->name);
+        }
+        ASSERT_TRUE(strcmp(small->name, "recursive_doubling") == 0);
+        ASSERT_TRUE(strcmp(medium->name, ns[i] == 6 ? "ring" : "rabenseifner") == 0);
+        ASSERT_TRUE(strcmp(large->name, "ring") == 0);
+        /* forced-only algorithms are never the automatic choice */
+        ASSERT_TRUE(strcmp(coll_algo_select(ns[i], &a, NULL)->name, "ring") == 0);
+        a.count = 2;
+        ASSERT_TRUE(strcmp(coll_algo_select(ns[i], &a, NULL)->name, "ring") == 0);
+    }
+    a.count = 2;
+    ASSERT_TRUE(coll_algo_select(8, &a, "allreduce:rabenseifner") ==
+                coll_algo_registry_find("rabenseifner"));
+}
+
 static void test_registry(void)
 {
     coll_args_t        a    = {.coll        = COLL_OP_ALLREDUCE,
@@ -759,7 +925,7 @@ static void test_registry(void)
         sel    = coll_algo_select(4, &a, NULL);
         ASSERT_TRUE(sel != NULL && (sel->colls & (1u << op)) != 0);
         ASSERT_TRUE(sel->cost_us(4, &a, 5.0, 2e-4) >= 0.0);
-        ASSERT_TRUE(coll_algo_select(4, &a, "ring") == sel || (ring->colls & (1u << op)) == 0);
+        ASSERT_TRUE(coll_algo_select(4, &a, "ring") == ring || (ring->colls & (1u << op)) == 0);
     }
     a = (coll_args_t){.coll        = COLL_OP_ALLREDUCE,
                       .count       = 10,
@@ -768,9 +934,12 @@ static void test_registry(void)
                       .chunk_bytes = 64};
     ASSERT_TRUE(coll_algo_select(4, &a, "allreduce:ring") == ring);
     ASSERT_TRUE(coll_algo_select(4, &a, " allgather:ring , allreduce : ring") == ring);
-    ASSERT_TRUE(coll_algo_select(4, &a, "pairwise") == ring); /* cannot: falls back */
+    ASSERT_TRUE(coll_algo_select(4, &a, "pairwise") == coll_algo_select(4, &a, NULL)); /* falls
+                                                                                        back */
     fprintf(stderr, "(one warning about an unknown algorithm is expected)\n");
-    ASSERT_TRUE(coll_algo_select(4, &a, "bogus,nocoll:ring,allreduce:bogus") == ring);
+    ASSERT_TRUE(coll_algo_select(4, &a, "bogus,nocoll:ring,allreduce:bogus") ==
+                coll_algo_select(4, &a, NULL));
+    test_registry_sizes();
     a.coll     = COLL_OP_ALLTOALL;
     a.in_place = 1;
     ASSERT_TRUE(coll_algo_select(4, &a, NULL) == NULL); /* alltoall in place: invalid call */
@@ -828,6 +997,7 @@ int main(int argc, char **argv)
     test_registry();
     test_tag_limits();
     test_structure();
+    test_bit_identity();
     for (int i = 0; i < coll_algo_registry_count(); i++) {
         const coll_algo_t *a = coll_algo_registry_get(i);
 
