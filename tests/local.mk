@@ -76,5 +76,7 @@ tests_mp_test_args_LDADD = $(TEST_MP_LDADD)
 TESTS += tests/unit/test_reduce tests/unit/test_params tests/unit/test_log_filter \
     tests/unit/test_sched tests/unit/test_env $(MP_COLL_TESTS) $(MP_OTHER_TESTS)
 
-dist_check_SCRIPTS += tests/docs/check-getenv.sh tests/docs/check-format.sh tests/tools/test_launchers.sh
-TESTS += tests/docs/check-getenv.sh tests/docs/check-format.sh tests/tools/test_launchers.sh
+dist_check_SCRIPTS += tests/docs/check-getenv.sh tests/docs/check-format.sh tests/tools/test_launchers.sh \
+    tests/mp/test_multihost.sh
+TESTS += tests/docs/check-getenv.sh tests/docs/check-format.sh tests/tools/test_launchers.sh \
+    tests/mp/test_multihost.sh

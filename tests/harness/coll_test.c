@@ -84,6 +84,14 @@ static int test_child(const coll_test_opts_t *opts, int rank, coll_test_rank_fn_
 {
     coll_comm_t *comm = NULL;
     test_before_share = opts->before_share;
+    /* Emulated hosts: COLL_TEST_RANKS_PER_HOST=k puts ranks [0,k) on one host id, [k,2k) on the
+     * next...: shared memory inside a "host", tcp between them, in one machine. */
+    const char *rph = getenv("COLL_TEST_RANKS_PER_HOST");
+    if (rph != NULL && atoi(rph) > 0) {
+        char host[32];
+        snprintf(host, sizeof(host), "testhost%d", rank / atoi(rph));
+        setenv("COLL_HOSTID", host, 1);
+    }
     if (opts->transport != NULL) {
         setenv("COLL_TRANSPORT", opts->transport, 1);
     }
