@@ -13,6 +13,7 @@
 #include "log.h"
 #include "rd/rd.h"
 #include "ring/ring.h"
+#include "tree/tree.h"
 
 /*
  * Default link model for coll_algo_select(): alpha = 5 us per message (a small message over
@@ -159,6 +160,61 @@ static double rab_cost_us(int nranks, const coll_args_t *args, double alpha, dou
            2.0 * fold * (alpha + bytes * beta);
 }
 
+/* ---- trees ---- */
+
+static int dbtree_supported(int nranks, const coll_args_t *args)
+{
+    return nranks >= 1 && args->coll == COLL_OP_ALLREDUCE && coll_dtype_size(args->dtype) != 0;
+}
+
+/*
+ * Each half climbs and descends floor(log2 n) levels (the pipeline's fill and drain, one chunk
+ * per level); meanwhile a rank sends about twice the vector (interior in one tree: one chunk up
+ * and two down; a leaf in the other: one up) in one message per chunk.
+ */
+static double dbtree_cost_us(int nranks, const coll_args_t *args, double alpha, double beta)
+{
+    double bytes = algo_bytes(args), k = algo_chunks(args), chunk;
+
+    if (nranks <= 1) {
+        return 0.0;
+    }
+    chunk = (bytes / 2.0 < (double)args->chunk_bytes) ? bytes / 2.0 : (double)args->chunk_bytes;
+    return 2.0 * coll_tree_depth(nranks) * (alpha + chunk * beta) + (k + 1.0) * alpha +
+           2.0 * bytes * beta;
+}
+
+static int tree_supported(int nranks, const coll_args_t *args)
+{
+    return nranks >= 1 && coll_dtype_size(args->dtype) != 0 &&
+           (args->coll == COLL_OP_BROADCAST || args->coll == COLL_OP_REDUCE) && args->root >= 0 &&
+           args->root < nranks;
+}
+
+/* floor(log2 n) levels to fill the pipeline, then one chunk per step; an interior rank sends
+ * (broadcast) or receives (reduce) every chunk twice. */
+static double tree_cost_us(int nranks, const coll_args_t *args, double alpha, double beta)
+{
+    double k = algo_chunks(args), chunk = algo_bytes(args) / k;
+
+    if (nranks <= 1) {
+        return 0.0;
+    }
+    return 2.0 * (coll_tree_depth(nranks) + k - 1.0) * (alpha + chunk * beta);
+}
+
+static coll_result_t tree_build(int rank, int nranks, const coll_args_t *args, coll_sched_t *s)
+{
+    if (args->coll == COLL_OP_BROADCAST) {
+        return coll_tree_broadcast_build(rank, nranks, args, s);
+    }
+    if (args->coll == COLL_OP_REDUCE) {
+        return coll_tree_reduce_build(rank, nranks, args, s);
+    }
+    coll_error(ALGO, "tree does not implement %s", coll_op_name(args->coll));
+    return COLL_ERR_UNSUPPORTED;
+}
+
 /* ---- pairwise alltoall ---- */
 
 static int pairwise_supported(int nranks, const coll_args_t *args)
@@ -226,6 +282,21 @@ static const coll_algo_t algo_table[] = {
      .supported   = rd_supported,
      .cost_us     = rab_cost_us,
      .build       = coll_rab_allreduce_build},
+    {.name        = "dbtree",
+     .desc        = "allreduce: halves reduced and broadcast through two complementary binary "
+                    "trees, chunk-pipelined (only via COLL_ALGO for now)",
+     .colls       = ALGO_BIT(COLL_OP_ALLREDUCE),
+     .forced_only = 1,
+     .supported   = dbtree_supported,
+     .cost_us     = dbtree_cost_us,
+     .build       = coll_dbtree_allreduce_build},
+    {.name        = "tree",
+     .desc        = "binary tree broadcast/reduce, chunk-pipelined (only via COLL_ALGO for now)",
+     .colls       = ALGO_BIT(COLL_OP_BROADCAST) | ALGO_BIT(COLL_OP_REDUCE),
+     .forced_only = 1,
+     .supported   = tree_supported,
+     .cost_us     = tree_cost_us,
+     .build       = tree_build},
     {.name      = "pairwise",
      .desc      = "alltoall in n-1 rounds of exchanges with rank +k / -k, chunked",
      .colls     = ALGO_BIT(COLL_OP_ALLTOALL),

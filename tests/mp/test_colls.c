@@ -235,8 +235,18 @@ int main(int argc, char **argv)
     }
     static const int counts[] = {1, 2, 3, 4, 5, 8};
     /* every algorithm of the collective, through COLL_ALGO (NULL: the automatic choice) */
-    static const char *const algos[] = {NULL, "recursive_doubling", "rabenseifner"};
-    int                      nalgos  = MP_COLL == MP_ALLREDUCE ? 3 : 1;
+    static const char *const ar_algos[]   = {NULL, "recursive_doubling", "rabenseifner", "dbtree"};
+    static const char *const tree_algos[] = {NULL, "tree"};
+    static const char *const no_algos[]   = {NULL};
+    const char *const       *algos        = no_algos;
+    int                      nalgos       = 1;
+    if (MP_COLL == MP_ALLREDUCE) {
+        algos  = ar_algos;
+        nalgos = (int)(sizeof(ar_algos) / sizeof(ar_algos[0]));
+    } else if (MP_COLL == MP_BROADCAST || MP_COLL == MP_REDUCE) {
+        algos  = tree_algos;
+        nalgos = (int)(sizeof(tree_algos) / sizeof(tree_algos[0]));
+    }
     for (int a = 0; a < nalgos; a++) {
         if (algos[a] != NULL) {
             setenv("COLL_ALGO", algos[a], 1);

@@ -16,6 +16,7 @@
 #include "compiler.h"
 #include "reduce/reduce.h"
 #include "sim.h"
+#include "tree/tree.h"
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
@@ -649,7 +650,7 @@ static void run_identity(const coll_algo_t *algo, int n, coll_dtype_t dt, coll_r
 
 static void test_bit_identity(void)
 {
-    static const char *const  algos[]  = {"ring", "recursive_doubling", "rabenseifner"};
+    static const char *const  algos[]  = {"ring", "recursive_doubling", "rabenseifner", "dbtree"};
     static const size_t       counts[] = {1, 7, 37, 200};
     static const coll_redop_t ops[]    = {COLL_SUM, COLL_AVG};
 
@@ -748,6 +749,76 @@ static void test_structure(void)
                     ASSERT_EQ(c[COLL_STEP_DIV], r == root ? k : 0);
                 }
             }
+        }
+    }
+}
+
+/* ---- trees ---- */
+
+/* One tree: every rank once, parent and child links agree, one root, depth floor(log2 n). */
+static void check_tree(int n, const coll_tree_node_t *nd, int root, int *interior)
+{
+    int depth_max = 0;
+
+    for (int r = 0; r < n; r++) {
+        int depth = 0, p = r;
+
+        ASSERT_TRUE(nd[r].nchildren >= 0 && nd[r].nchildren <= 2);
+        ASSERT_EQ(nd[r].parent < 0, r == root);
+        for (int i = 0; i < nd[r].nchildren; i++) { /* each child names r as its parent */
+            int ch = nd[r].child[i];
+            ASSERT_TRUE(ch >= 0 && ch < n && ch != r && nd[ch].parent == r);
+        }
+        if (nd[r].parent >= 0) { /* r is a child of its parent, exactly once */
+            const coll_tree_node_t *pn = &nd[nd[r].parent];
+            ASSERT_EQ((pn->nchildren > 0 && pn->child[0] == r) +
+                          (pn->nchildren > 1 && pn->child[1] == r),
+                      1);
+        }
+        while (nd[p].parent >= 0) { /* reaches the root: no cycle, so every rank once */
+            p = nd[p].parent;
+            ASSERT_TRUE(++depth < n);
+        }
+        ASSERT_EQ(p, root);
+        depth_max = depth > depth_max ? depth : depth_max;
+        interior[r] += nd[r].nchildren > 0;
+    }
+    ASSERT_EQ(depth_max, coll_tree_depth(n));
+}
+
+static void test_trees(void)
+{
+    coll_tree_node_t nd[2][64];
+    int              interior[64];
+
+    for (int n = 1; n <= 64; n++) {
+        int lg = 0;
+
+        while ((1 << lg) < n) {
+            lg++;
+        }
+        ASSERT_TRUE(coll_tree_depth(n) <= lg + 1);
+        memset(interior, 0, sizeof(interior));
+        for (int t = 0; t < 2; t++) {
+            int root = -1;
+
+            for (int r = 0; r < n; r++) {
+                coll_dbtree_node(r, n, t, &nd[t][r]);
+                root = (nd[t][r].parent < 0) ? r : root;
+            }
+            check_tree(n, nd[t], root, interior);
+        }
+        for (int r = 0; r < n; r++) { /* complementary: interior in at most one tree */
+            ASSERT_TRUE(interior[r] <= 1);
+        }
+        for (int root = 0; root < n; root++) { /* rotated trees for broadcast and reduce */
+            int shift = root - coll_tree_root(n, 0);
+
+            ASSERT_EQ(coll_tree_root(n, shift), root);
+            for (int r = 0; r < n; r++) {
+                coll_tree_node(r, n, shift, &nd[0][r]);
+            }
+            check_tree(n, nd[0], root, interior);
         }
     }
 }
@@ -997,6 +1068,7 @@ int main(int argc, char **argv)
     test_registry();
     test_tag_limits();
     test_structure();
+    test_trees();
     test_bit_identity();
     for (int i = 0; i < coll_algo_registry_count(); i++) {
         const coll_algo_t *a = coll_algo_registry_get(i);
