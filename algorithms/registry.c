@@ -215,6 +215,45 @@ static coll_result_t tree_build(int rank, int nranks, const coll_args_t *args, c
     return COLL_ERR_UNSUPPORTED;
 }
 
+/* ---- recursive halving reduce_scatter ---- */
+
+static int rh_supported(int nranks, const coll_args_t *args)
+{
+    return nranks >= 1 && args->coll == COLL_OP_REDUCE_SCATTER && coll_dtype_size(args->dtype) != 0;
+}
+
+/* log2(p) messages carrying (p-1)/p of the vector (count is the per-rank block); the fold
+ * sends the whole vector down and one block back. */
+static double rh_cost_us(int nranks, const coll_args_t *args, double alpha, double beta)
+{
+    int    fold, lg = rd_log2(nranks, &fold);
+    double p = (double)(1 << lg), total = algo_bytes(args) * nranks;
+
+    if (nranks <= 1) {
+        return 0.0;
+    }
+    return (lg + 2.0 * fold) * alpha + (p - 1.0) / p * total * beta +
+           fold * (total + algo_bytes(args)) * beta;
+}
+
+/* ---- Bruck allgather ---- */
+
+static int bruck_supported(int nranks, const coll_args_t *args)
+{
+    return nranks >= 1 && args->coll == COLL_OP_ALLGATHER && coll_dtype_size(args->dtype) != 0;
+}
+
+/* ceil(log2 n) messages carrying n-1 blocks, plus the local rotation of n-1 blocks. */
+static double bruck_cost_us(int nranks, const coll_args_t *args, double alpha, double beta)
+{
+    int rounds = 0;
+
+    for (long long d = 1; d < nranks; d *= 2) {
+        rounds++;
+    }
+    return rounds * alpha + 2.0 * (nranks - 1) * algo_bytes(args) * beta;
+}
+
 /* ---- pairwise alltoall ---- */
 
 static int pairwise_supported(int nranks, const coll_args_t *args)
@@ -297,6 +336,20 @@ static const coll_algo_t algo_table[] = {
      .supported   = tree_supported,
      .cost_us     = tree_cost_us,
      .build       = tree_build},
+    {.name        = "recursive_halving",
+     .desc        = "reduce_scatter in log2 n halving rounds (only via COLL_ALGO for now)",
+     .colls       = ALGO_BIT(COLL_OP_REDUCE_SCATTER),
+     .forced_only = 1,
+     .supported   = rh_supported,
+     .cost_us     = rh_cost_us,
+     .build       = coll_rh_reduce_scatter_build},
+    {.name        = "bruck",
+     .desc        = "allgather in ceil(log2 n) rounds, any n (only via COLL_ALGO for now)",
+     .colls       = ALGO_BIT(COLL_OP_ALLGATHER),
+     .forced_only = 1,
+     .supported   = bruck_supported,
+     .cost_us     = bruck_cost_us,
+     .build       = coll_bruck_allgather_build},
     {.name      = "pairwise",
      .desc      = "alltoall in n-1 rounds of exchanges with rank +k / -k, chunked",
      .colls     = ALGO_BIT(COLL_OP_ALLTOALL),

@@ -18,6 +18,12 @@ coll_result_t coll_pairwise_alltoall_build(int rank, int nranks, const coll_args
 coll_result_t coll_dissemination_barrier_build(int rank, int nranks, const coll_args_t *args,
                                                coll_sched_t *s);
 
+/* Bruck allgather: ceil(log2 n) rounds; round k sends the first min(2^k, n - 2^k) blocks of a
+ * rotated scratch copy to rank - 2^k and appends as many from rank + 2^k; then one local
+ * rotation into recvbuf. Any n; for small and medium messages. */
+coll_result_t coll_bruck_allgather_build(int rank, int nranks, const coll_args_t *args,
+                                         coll_sched_t *s);
+
 /* COLL_OP_SEND: sendbuf to args->root; COLL_OP_RECV: recvbuf from args->root; chunked. */
 coll_result_t coll_direct_build(int rank, int nranks, const coll_args_t *args, coll_sched_t *s);
 

@@ -57,5 +57,8 @@ coll_result_t coll_rd_allreduce_build(int rank, int nranks, const coll_args_t *a
                                       coll_sched_t *s);
 coll_result_t coll_rab_allreduce_build(int rank, int nranks, const coll_args_t *args,
                                        coll_sched_t *s);
+/* Recursive-halving reduce_scatter (count: the per-rank block), after the same fold. */
+coll_result_t coll_rh_reduce_scatter_build(int rank, int nranks, const coll_args_t *args,
+                                           coll_sched_t *s);
 
 #endif

@@ -237,6 +237,8 @@ int main(int argc, char **argv)
     /* every algorithm of the collective, through COLL_ALGO (NULL: the automatic choice) */
     static const char *const ar_algos[]   = {NULL, "recursive_doubling", "rabenseifner", "dbtree"};
     static const char *const tree_algos[] = {NULL, "tree"};
+    static const char *const rs_algos[]   = {NULL, "recursive_halving"};
+    static const char *const ag_algos[]   = {NULL, "bruck"};
     static const char *const no_algos[]   = {NULL};
     const char *const       *algos        = no_algos;
     int                      nalgos       = 1;
@@ -246,6 +248,12 @@ int main(int argc, char **argv)
     } else if (MP_COLL == MP_BROADCAST || MP_COLL == MP_REDUCE) {
         algos  = tree_algos;
         nalgos = (int)(sizeof(tree_algos) / sizeof(tree_algos[0]));
+    } else if (MP_COLL == MP_REDUCE_SCATTER) {
+        algos  = rs_algos;
+        nalgos = (int)(sizeof(rs_algos) / sizeof(rs_algos[0]));
+    } else if (MP_COLL == MP_ALLGATHER) {
+        algos  = ag_algos;
+        nalgos = (int)(sizeof(ag_algos) / sizeof(ag_algos[0]));
     }
     for (int a = 0; a < nalgos; a++) {
         if (algos[a] != NULL) {
