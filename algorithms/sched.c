@@ -479,3 +479,29 @@ void coll_sched_print(const coll_sched_t *s, FILE *out)
         print_step(s, i, out);
     }
 }
+
+void coll_sched_copy_chunked(coll_sched_t *s, size_t chunk_bytes, coll_buf_id_t dst_buf,
+                             uint64_t dst_off, coll_buf_id_t src_buf, uint64_t src_off,
+                             uint64_t len)
+{
+    uint64_t esize = coll_dtype_size(s->dtype), piece, done;
+
+    piece = (esize == 0) ? len : chunk_bytes - chunk_bytes % esize;
+    if (piece == 0) {
+        piece = esize;
+    }
+    for (done = 0; done < len; done += piece) {
+        uint64_t n = (len - done < piece) ? len - done : piece;
+        coll_sched_copy(s, dst_buf, dst_off + done, src_buf, src_off + done, n);
+    }
+}
+
+coll_result_t coll_sched_tags_fit(uint64_t ntags, const char *what)
+{
+    if (ntags > (uint64_t)UINT32_MAX + 1) {
+        coll_error(ALGO, "%s needs %llu tags, more than 32 bits hold; raise COLL_CHUNK_SIZE", what,
+                   (unsigned long long)ntags);
+        return COLL_ERR_UNSUPPORTED;
+    }
+    return COLL_OK;
+}

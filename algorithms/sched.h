@@ -85,6 +85,15 @@ int coll_sched_reduce(coll_sched_t *s, coll_buf_id_t dst_buf, uint64_t dst_off,
                       coll_buf_id_t src_buf, uint64_t src_off, uint64_t len);
 int coll_sched_div(coll_sched_t *s, coll_buf_id_t buf, uint64_t off, uint64_t len);
 
+/* COPY steps of at most chunk_bytes (whole elements of s->dtype) covering len bytes, so one big
+ * local copy never holds up the engine. */
+void coll_sched_copy_chunked(coll_sched_t *s, size_t chunk_bytes, coll_buf_id_t dst_buf,
+                             uint64_t dst_off, coll_buf_id_t src_buf, uint64_t src_off,
+                             uint64_t len);
+
+/* Tags 0 .. ntags-1 must fit in 32 bits: COLL_OK, or COLL_ERR_UNSUPPORTED logged naming what. */
+coll_result_t coll_sched_tags_fit(uint64_t ntags, const char *what);
+
 /* Step `step` may start only after step `after` completed. Ignored if either is < 0. */
 void coll_sched_dep(coll_sched_t *s, int step, int after);
 

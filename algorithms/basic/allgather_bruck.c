@@ -140,10 +140,7 @@ coll_result_t coll_bruck_allgather_build(int rank, int nranks, const coll_args_t
     for (long long d = 1; d < nranks; d *= 2) {
         rounds++;
     }
-    if ((uint64_t)rounds * nchunks > (uint64_t)UINT32_MAX + 1) {
-        coll_error(ALGO, "bruck allgather needs more than 32-bit tags; raise COLL_CHUNK_SIZE");
-        return COLL_ERR_UNSUPPORTED;
-    }
+    COLL_CHECK(coll_sched_tags_fit((uint64_t)rounds * nchunks, "bruck allgather"));
     x.stride         = nchunks;
     s->scratch_bytes = total * x.esize;
     /* writers: the own block's pieces, then each round's range, each cut from its start */

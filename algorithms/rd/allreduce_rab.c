@@ -229,7 +229,7 @@ coll_result_t coll_rab_allreduce_build(int rank, int nranks, const coll_args_t *
     x.npieces  = x.count / x.ce + (x.count % x.ce != 0 ? 1 : 0);
     x.in_place = args->in_place;
     x.in       = args->in_place ? COLL_BUF_RECV : COLL_BUF_SEND;
-    COLL_CHECK(coll_rd_tags_fit((uint64_t)(2 + 2 * x.f.log2p) * x.npieces, "rabenseifner"));
+    COLL_CHECK(coll_sched_tags_fit((uint64_t)(2 + 2 * x.f.log2p) * x.npieces, "rabenseifner"));
 
     /* a list is a union of at most log2p + 1 ranges, each cut on its own piece grid */
     cap    = x.npieces + (size_t)x.f.log2p + 2;

@@ -21,16 +21,6 @@ typedef struct rd_ctx {
     uint32_t       nchunks;
 } rd_ctx_t;
 
-coll_result_t coll_rd_tags_fit(uint64_t ntags, const char *what)
-{
-    if (ntags > (uint64_t)UINT32_MAX + 1) {
-        coll_error(ALGO, "%s needs %llu tags, more than 32 bits hold; raise COLL_CHUNK_SIZE", what,
-                   (unsigned long long)ntags);
-        return COLL_ERR_UNSUPPORTED;
-    }
-    return COLL_OK;
-}
-
 /*
  * Where the running result lives after its i-th reduction (i >= 1): RECV and SCRATCH
  * alternate so that a round never reduces into the buffer its own send still reads, and the
@@ -121,17 +111,15 @@ coll_result_t coll_rd_allreduce_build(int rank, int nranks, const coll_args_t *a
     ce = (ce == 0) ? 1 : ce;
     if (nranks == 1) { /* AVG over one rank divides by one: nothing to do */
         if (!args->in_place) {
-            for (size_t e = 0; e < args->count; e += ce) {
-                size_t n = (args->count - e < ce) ? args->count - e : ce;
-                coll_sched_copy(s, COLL_BUF_RECV, e * esize, COLL_BUF_SEND, e * esize, n * esize);
-            }
+            coll_sched_copy_chunked(s, args->chunk_bytes, COLL_BUF_RECV, 0, COLL_BUF_SEND, 0,
+                                    (uint64_t)args->count * esize);
         }
         return s->build_error;
     }
     nchunks = args->count / ce + (args->count % ce != 0 ? 1 : 0);
     x.rank  = rank;
     coll_rd_fold_init(&x.f, rank, nranks);
-    COLL_CHECK(coll_rd_tags_fit((uint64_t)(2 + x.f.log2p) * nchunks, "recursive doubling"));
+    COLL_CHECK(coll_sched_tags_fit((uint64_t)(2 + x.f.log2p) * nchunks, "recursive doubling"));
     x.nchunks  = (uint32_t)nchunks;
     x.in_place = args->in_place;
     x.in       = args->in_place ? COLL_BUF_RECV : COLL_BUF_SEND;

@@ -50,9 +50,6 @@ static inline int coll_rd_fold_keeps(const coll_rd_fold_t *f, int rank)
     return rank < 2 * f->extra && f->newrank >= 0;
 }
 
-/* Tags 0 .. ntags-1 must fit in 32 bits; logs and returns COLL_ERR_UNSUPPORTED otherwise. */
-coll_result_t coll_rd_tags_fit(uint64_t ntags, const char *what);
-
 coll_result_t coll_rd_allreduce_build(int rank, int nranks, const coll_args_t *args,
                                       coll_sched_t *s);
 coll_result_t coll_rab_allreduce_build(int rank, int nranks, const coll_args_t *args,

@@ -169,7 +169,7 @@ coll_result_t coll_rh_reduce_scatter_build(int rank, int nranks, const coll_args
     x.total  = total;
     x.ncells = total / x.ce + (total % x.ce != 0 ? 1 : 0);
     x.stride = x.ncells + (uint64_t)nranks;
-    COLL_CHECK(coll_rd_tags_fit((uint64_t)(2 + x.f.log2p) * x.stride, "recursive halving"));
+    COLL_CHECK(coll_sched_tags_fit((uint64_t)(2 + x.f.log2p) * x.stride, "recursive halving"));
     x.avg     = (args->op == COLL_AVG);
     x.acc     = args->in_place ? COLL_BUF_SEND : COLL_BUF_SCRATCH;
     x.out     = args->in_place ? COLL_BUF_SEND : COLL_BUF_RECV;

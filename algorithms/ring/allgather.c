@@ -73,13 +73,13 @@ coll_result_t coll_ring_allgather_build(int rank, int nranks, const coll_args_t 
     }
     own = (uint64_t)rank * args->count * l.esize;
     if (!args->in_place) {
-        coll_ring_copy_chunked(s, args, COLL_BUF_RECV, own, COLL_BUF_SEND, 0,
-                               (uint64_t)args->count * l.esize);
+        coll_sched_copy_chunked(s, args->chunk_bytes, COLL_BUF_RECV, own, COLL_BUF_SEND, 0,
+                                (uint64_t)args->count * l.esize);
     }
     if (nranks == 1) {
         return s->build_error;
     }
-    COLL_CHECK(coll_ring_tags_fit((uint64_t)(nranks - 1) * l.nchunks, "ring allgather"));
+    COLL_CHECK(coll_sched_tags_fit((uint64_t)(nranks - 1) * l.nchunks, "ring allgather"));
     ag = (coll_ring_ag_t){.own_buf = args->in_place ? COLL_BUF_RECV : COLL_BUF_SEND,
                           .own_off = args->in_place ? own : 0,
                           .buf     = COLL_BUF_RECV};

@@ -40,31 +40,6 @@ coll_result_t coll_ring_layout_init(coll_ring_layout_t *l, int rank, int nranks,
     return COLL_OK;
 }
 
-coll_result_t coll_ring_tags_fit(uint64_t ntags, const char *what)
-{
-    if (ntags > (uint64_t)UINT32_MAX + 1) {
-        coll_error(ALGO, "%s needs %llu tags, more than 32 bits hold; raise COLL_CHUNK_SIZE", what,
-                   (unsigned long long)ntags);
-        return COLL_ERR_UNSUPPORTED;
-    }
-    return COLL_OK;
-}
-
-void coll_ring_copy_chunked(coll_sched_t *s, const coll_args_t *args, coll_buf_id_t dst_buf,
-                            uint64_t dst_off, coll_buf_id_t src_buf, uint64_t src_off, uint64_t len)
-{
-    uint64_t esize = coll_dtype_size(args->dtype), piece, done;
-
-    piece = (esize == 0) ? len : args->chunk_bytes - args->chunk_bytes % esize;
-    if (piece == 0) {
-        piece = esize;
-    }
-    for (done = 0; done < len; done += piece) {
-        uint64_t n = (len - done < piece) ? len - done : piece;
-        coll_sched_copy(s, dst_buf, dst_off + done, src_buf, src_off + done, n);
-    }
-}
-
 /*
  * Block r ends in recvbuf after the reduce-scatter (its last RECV_REDUCE, then the DIV for
  * AVG), and the allgather sends it first. Out of place, the reduce-scatter reads the input from
@@ -90,13 +65,13 @@ coll_result_t coll_ring_allreduce_build(int rank, int nranks, const coll_args_t 
     }
     if (nranks == 1) {
         if (!args->in_place) { /* AVG over one rank divides by one: nothing to do */
-            coll_ring_copy_chunked(s, args, COLL_BUF_RECV, 0, COLL_BUF_SEND, 0,
-                                   (uint64_t)args->count * l.esize);
+            coll_sched_copy_chunked(s, args->chunk_bytes, COLL_BUF_RECV, 0, COLL_BUF_SEND, 0,
+                                    (uint64_t)args->count * l.esize);
         }
         return s->build_error;
     }
     ntags = 2 * (uint64_t)(nranks - 1) * l.nchunks;
-    COLL_CHECK(coll_ring_tags_fit(ntags, "ring allreduce"));
+    COLL_CHECK(coll_sched_tags_fit(ntags, "ring allreduce"));
 
     send_idx  = coll_malloc((size_t)(nranks - 1) * l.nchunks * sizeof(int), "ring indices");
     final_idx = coll_malloc((size_t)l.nchunks * sizeof(int), "ring indices");

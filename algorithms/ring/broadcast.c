@@ -25,7 +25,7 @@ coll_result_t coll_ring_broadcast_build(int rank, int nranks, const coll_args_t 
     if (args->count == 0) {
         return COLL_OK;
     }
-    COLL_CHECK(coll_ring_tags_fit(l.nchunks, "chain broadcast"));
+    COLL_CHECK(coll_sched_tags_fit(l.nchunks, "chain broadcast"));
     pos = coll_ring_mod((long long)rank - args->root, nranks);
 
     if (pos == 0) {
@@ -36,8 +36,8 @@ coll_result_t coll_ring_broadcast_build(int rank, int nranks, const coll_args_t 
                             coll_ring_chunk_count(&l, 0, c) * l.esize);
         }
         if (!args->in_place) { /* after the sends, so the network starts first */
-            coll_ring_copy_chunked(s, args, COLL_BUF_RECV, 0, COLL_BUF_SEND, 0,
-                                   (uint64_t)args->count * l.esize);
+            coll_sched_copy_chunked(s, args->chunk_bytes, COLL_BUF_RECV, 0, COLL_BUF_SEND, 0,
+                                    (uint64_t)args->count * l.esize);
         }
         return s->build_error;
     }

@@ -27,12 +27,12 @@ coll_result_t coll_ring_reduce_build(int rank, int nranks, const coll_args_t *ar
     }
     if (nranks == 1) {
         if (!args->in_place) {
-            coll_ring_copy_chunked(s, args, COLL_BUF_RECV, 0, COLL_BUF_SEND, 0,
-                                   (uint64_t)args->count * l.esize);
+            coll_sched_copy_chunked(s, args->chunk_bytes, COLL_BUF_RECV, 0, COLL_BUF_SEND, 0,
+                                    (uint64_t)args->count * l.esize);
         }
         return s->build_error;
     }
-    COLL_CHECK(coll_ring_tags_fit(l.nchunks, "chain reduce"));
+    COLL_CHECK(coll_sched_tags_fit(l.nchunks, "chain reduce"));
     pos = coll_ring_mod((long long)rank - args->root - 1, nranks); /* 0: first, n-1: root */
     if (pos > 0 && pos < nranks - 1) {
         s->scratch_bytes = args->count * l.esize;

@@ -113,12 +113,12 @@ coll_result_t coll_ring_reduce_scatter_build(int rank, int nranks, const coll_ar
     }
     if (nranks == 1) {
         if (!args->in_place) {
-            coll_ring_copy_chunked(s, args, COLL_BUF_RECV, 0, COLL_BUF_SEND, 0,
-                                   (uint64_t)args->count * l.esize);
+            coll_sched_copy_chunked(s, args->chunk_bytes, COLL_BUF_RECV, 0, COLL_BUF_SEND, 0,
+                                    (uint64_t)args->count * l.esize);
         }
         return s->build_error;
     }
-    COLL_CHECK(coll_ring_tags_fit((uint64_t)(nranks - 1) * l.nchunks, "ring reduce_scatter"));
+    COLL_CHECK(coll_sched_tags_fit((uint64_t)(nranks - 1) * l.nchunks, "ring reduce_scatter"));
     rs = (coll_ring_rs_t){.in_buf = COLL_BUF_SEND, .avg_div = (args->op == COLL_AVG)};
     if (args->in_place) {
         rs.acc_buf = COLL_BUF_SEND;

@@ -63,15 +63,6 @@ static inline uint64_t coll_ring_chunk_off(const coll_ring_layout_t *l, int b, u
 coll_result_t coll_ring_layout_init(coll_ring_layout_t *l, int rank, int nranks,
                                     const coll_args_t *args, size_t count);
 
-/* Tags 0 .. ntags-1 must fit in 32 bits; logs and returns COLL_ERR_UNSUPPORTED otherwise. */
-coll_result_t coll_ring_tags_fit(uint64_t ntags, const char *what);
-
-/* Copies len bytes in chunk_bytes pieces (element aligned), so a long copy does not hold up
- * the engine; the pieces have no dependencies. */
-void coll_ring_copy_chunked(coll_sched_t *s, const coll_args_t *args, coll_buf_id_t dst_buf,
-                            uint64_t dst_off, coll_buf_id_t src_buf, uint64_t src_off,
-                            uint64_t len);
-
 /*
  * Ring reduce-scatter phase: n-1 steps; at step t rank r sends block r-t-1 to r+1 and receives
  * block r-t-2 from r-1, reducing it with its own input (RECV_REDUCE), so that after the last

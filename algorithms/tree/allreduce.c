@@ -82,22 +82,16 @@ coll_result_t coll_dbtree_allreduce_build(int rank, int nranks, const coll_args_
     ce = args->chunk_bytes / esize;
     ce = (ce == 0) ? 1 : ce;
     if (nranks == 1) { /* AVG over one rank divides by one: nothing to do */
-        for (size_t e = 0; e < args->count && !args->in_place; e += ce) {
-            size_t n = (args->count - e < ce) ? args->count - e : ce;
-            coll_sched_copy(s, COLL_BUF_RECV, e * esize, COLL_BUF_SEND, e * esize, n * esize);
+        if (!args->in_place) {
+            coll_sched_copy_chunked(s, args->chunk_bytes, COLL_BUF_RECV, 0, COLL_BUF_SEND, 0,
+                                    (uint64_t)args->count * esize);
         }
         return s->build_error;
     }
     half[0] = (args->count + 1) / 2;
     half[1] = args->count - half[0];
     nchunks = half[0] / ce + (half[0] % ce != 0 ? 1 : 0);
-    if (4 * nchunks > (uint64_t)UINT32_MAX + 1) {
-        coll_error(ALGO,
-                   "double binary tree needs %llu tags, more than 32 bits hold; raise "
-                   "COLL_CHUNK_SIZE",
-                   (unsigned long long)(4 * nchunks));
-        return COLL_ERR_UNSUPPORTED;
-    }
+    COLL_CHECK(coll_sched_tags_fit(4 * nchunks, "double binary tree"));
     x.nchunks  = (uint32_t)nchunks;
     x.in_place = args->in_place;
     x.in       = args->in_place ? COLL_BUF_RECV : COLL_BUF_SEND;

@@ -26,11 +26,7 @@ static coll_result_t tree_setup(int rank, int nranks, const coll_args_t *args, c
     ce      = args->chunk_bytes / esize;
     ce      = (ce == 0) ? 1 : ce;
     nchunks = args->count / ce + (args->count % ce != 0 ? 1 : 0);
-    if (nchunks > (uint64_t)UINT32_MAX + 1) {
-        coll_error(ALGO, "tree %s needs %llu tags, more than 32 bits hold; raise COLL_CHUNK_SIZE",
-                   what, (unsigned long long)nchunks);
-        return COLL_ERR_UNSUPPORTED;
-    }
+    COLL_CHECK(coll_sched_tags_fit(nchunks, what));
     coll_tree_node(rank, nranks, args->root - coll_tree_root(nranks, 0), nd);
     *ce_p      = ce;
     *nchunks_p = (uint32_t)nchunks;
