@@ -7,6 +7,8 @@
 #ifndef COLL_ALGO_H
 #define COLL_ALGO_H
 
+#include "layout.h"
+#include "model.h"
 #include "sched.h"
 
 typedef enum {
@@ -34,6 +36,9 @@ typedef struct coll_args {
     int          root;        /* broadcast/reduce root; send/recv peer; else -1 */
     int          in_place;    /* NCCL's in-place rule held for this call (see below) */
     size_t       chunk_bytes; /* pipeline chunk (COLL_CHUNK_SIZE), > 0 */
+    /* The communicator's layout, or NULL for "every rank on one host, no shared windows".
+     * Constant for a communicator, so not part of the schedule cache key. */
+    const coll_layout_t *layout;
 } coll_args_t;
 
 /*
@@ -54,9 +59,9 @@ typedef struct coll_algo {
     int forced_only;
     /* Pure: can it run this call on nranks ranks? */
     int (*supported)(int nranks, const coll_args_t *args);
-    /* Pure: predicted time in microseconds with a simple alpha-beta model. */
-    double (*cost_us)(int nranks, const coll_args_t *args, double alpha_us,
-                      double beta_us_per_byte);
+    /* Pure: predicted time in microseconds under model m (args->layout says which messages
+     * cross hosts). */
+    double (*cost_us)(int nranks, const coll_args_t *args, const coll_model_t *m);
     /* Build this rank's schedule into an initialised s (the caller finalizes it). */
     coll_result_t (*build)(int rank, int nranks, const coll_args_t *args, coll_sched_t *s);
 } coll_algo_t;
@@ -65,7 +70,12 @@ int                coll_algo_registry_count(void);
 const coll_algo_t *coll_algo_registry_get(int i);
 const coll_algo_t *coll_algo_registry_find(const char *name);
 /* The algorithm for a call: COLL_ALGO override if it names a supported one, else the cheapest
- * supported by cost_us. Never NULL for a valid call. */
-const coll_algo_t *coll_algo_select(int nranks, const coll_args_t *args, const char *override);
+ * supported by cost_us under m (the default model when m is NULL). Never NULL for a valid
+ * call. *cost_p (if not NULL) gets the predicted time, or -1 for an override. */
+const coll_algo_t *coll_algo_select(int nranks, const coll_args_t *args, const char *override,
+                                    const coll_model_t *m, double *cost_p);
+
+/* Is a usable on this call (implements the collective, supported for nranks and layout)? */
+int coll_algo_applies(const coll_algo_t *a, int nranks, const coll_args_t *args);
 
 #endif

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
 COLL_LIB_SOURCES += algorithms/sched.h algorithms/sched.c algorithms/algo.h \
-    algorithms/registry.c \
+    algorithms/registry.c algorithms/cost.h algorithms/cost.c \
+    algorithms/layout.h algorithms/layout.c algorithms/model.h \
     algorithms/ring/ring.h algorithms/ring/allreduce.c algorithms/ring/reduce_scatter.c \
     algorithms/ring/allgather.c algorithms/ring/broadcast.c algorithms/ring/reduce.c \
     algorithms/basic/basic.h algorithms/basic/alltoall.c algorithms/basic/barrier.c \

@@ -1,27 +1,20 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The algorithm table: every built-in algorithm with the collectives it implements, when it
- * applies, its alpha-beta cost model and its builders; lookup by name, and the selection of
- * one algorithm per call (COLL_ALGO-style override, else the cheapest). It does not read the
- * environment (the caller passes the override string) and does not measure anything: the
- * constants below are a stand-in until a tuner calibrates them.
+ * applies, its cost function (cost.c) and its builders; lookup by name, and the selection of
+ * one algorithm per call (COLL_ALGO-style override, else the cheapest under the caller's
+ * model). It does not read the environment (the caller passes the override string and the
+ * model) and does not measure anything (src/api/tune.c does).
  */
 #include "algo.h"
 
 #include <string.h>
 #include "basic/basic.h"
+#include "cost.h"
 #include "log.h"
 #include "rd/rd.h"
 #include "ring/ring.h"
 #include "tree/tree.h"
-
-/*
- * Default link model for coll_algo_select(): alpha = 5 us per message (a small message over
- * TCP or a shared-memory wake-up on a loaded host), beta = 1 / (5 GB/s) = 2e-4 us per byte (a
- * memory copy or a fast NIC). Only the ratio matters when algorithms are compared.
- */
-#define ALGO_ALPHA_US         5.0
-#define ALGO_BETA_US_PER_BYTE (1e6 / 5e9)
 
 #define ALGO_BIT(_op) (1u << (_op))
 
@@ -41,21 +34,6 @@ const char *coll_op_name(coll_op_t op)
     return ((unsigned)op < COLL_OP_COUNT) ? algo_op_names[op] : "invalid";
 }
 
-static double algo_bytes(const coll_args_t *args)
-{
-    return (double)args->count * (double)coll_dtype_size(args->dtype);
-}
-
-/* Messages of a chunked transfer of the call's data (at least one). */
-static double algo_chunks(const coll_args_t *args)
-{
-    uint64_t bytes = (uint64_t)args->count * coll_dtype_size(args->dtype);
-    uint64_t chunk = (args->chunk_bytes > 0) ? args->chunk_bytes : 1;
-    uint64_t k     = bytes / chunk + (bytes % chunk != 0 ? 1 : 0);
-
-    return (k < 1) ? 1.0 : (double)k;
-}
-
 /* ---- ring / chain ---- */
 
 static int ring_supported(int nranks, const coll_args_t *args)
@@ -72,26 +50,6 @@ static int ring_supported(int nranks, const coll_args_t *args)
 
 /* Ring phases: every rank sends (n-1)/n of the data per phase in n-1 messages. Chains: the
  * pipeline fills in n-1 chunk times, then delivers one chunk per chunk time. */
-static double ring_cost_us(int nranks, const coll_args_t *args, double alpha, double beta)
-{
-    double n = nranks, bytes = algo_bytes(args), k, chunk;
-
-    if (nranks <= 1) {
-        return 0.0;
-    }
-    switch (args->coll) {
-    case COLL_OP_ALLREDUCE:
-        return 2.0 * (n - 1.0) * alpha + 2.0 * (n - 1.0) / n * bytes * beta;
-    case COLL_OP_REDUCE_SCATTER:
-    case COLL_OP_ALLGATHER: /* count is the per-rank block */
-        return (n - 1.0) * (alpha + bytes * beta);
-    default:
-        k     = algo_chunks(args);
-        chunk = bytes / k;
-        return (n - 1.0 + k - 1.0) * (alpha + chunk * beta);
-    }
-}
-
 static coll_result_t ring_build(int rank, int nranks, const coll_args_t *args, coll_sched_t *s)
 {
     switch (args->coll) {
@@ -113,53 +71,12 @@ static coll_result_t ring_build(int rank, int nranks, const coll_args_t *args, c
 
 /* ---- recursive doubling / Rabenseifner allreduce ---- */
 
-/*
- * Rabenseifner exchanges with partners at distance p/2, p/4, ...: on real machines the far
- * pairs cross the slowest links in every round and the pieces of a round do not stream the way
- * a ring's neighbour traffic does. Without a calibrated topology model its bandwidth term is
- * charged this factor over the ring's, which leaves large messages to the ring.
- */
-#define ALGO_RAB_BW_PENALTY 1.1
-
 static int rd_supported(int nranks, const coll_args_t *args)
 {
     return nranks >= 1 && args->coll == COLL_OP_ALLREDUCE && coll_dtype_size(args->dtype) != 0;
 }
 
-/* log2 of the largest power of two <= n, and 1 when n is not a power of two (the fold). */
-static int rd_log2(int nranks, int *fold_p)
-{
-    int lg = 0;
-
-    while ((2LL << lg) <= nranks) {
-        lg++;
-    }
-    *fold_p = (nranks != (1 << lg));
-    return lg;
-}
-
-/* log2(p) full-vector exchanges, plus the fold's send down and result back. */
-static double rd_cost_us(int nranks, const coll_args_t *args, double alpha, double beta)
-{
-    int    fold, lg = rd_log2(nranks, &fold);
-    double bytes = algo_bytes(args);
-
-    return (lg + 2.0 * fold) * (alpha + bytes * beta);
-}
-
 /* Halving and doubling: 2 log2(p) messages, 2 (p-1)/p of the data; plus the fold. */
-static double rab_cost_us(int nranks, const coll_args_t *args, double alpha, double beta)
-{
-    int    fold, lg = rd_log2(nranks, &fold);
-    double p = (double)(1 << lg), bytes = algo_bytes(args);
-
-    if (nranks <= 1) {
-        return 0.0;
-    }
-    return 2.0 * lg * alpha + ALGO_RAB_BW_PENALTY * 2.0 * (p - 1.0) / p * bytes * beta +
-           2.0 * fold * (alpha + bytes * beta);
-}
-
 /* ---- trees ---- */
 
 static int dbtree_supported(int nranks, const coll_args_t *args)
@@ -167,40 +84,11 @@ static int dbtree_supported(int nranks, const coll_args_t *args)
     return nranks >= 1 && args->coll == COLL_OP_ALLREDUCE && coll_dtype_size(args->dtype) != 0;
 }
 
-/*
- * Each half climbs and descends floor(log2 n) levels (the pipeline's fill and drain, one chunk
- * per level); meanwhile a rank sends about twice the vector (interior in one tree: one chunk up
- * and two down; a leaf in the other: one up) in one message per chunk.
- */
-static double dbtree_cost_us(int nranks, const coll_args_t *args, double alpha, double beta)
-{
-    double bytes = algo_bytes(args), k = algo_chunks(args), chunk;
-
-    if (nranks <= 1) {
-        return 0.0;
-    }
-    chunk = (bytes / 2.0 < (double)args->chunk_bytes) ? bytes / 2.0 : (double)args->chunk_bytes;
-    return 2.0 * coll_tree_depth(nranks) * (alpha + chunk * beta) + (k + 1.0) * alpha +
-           2.0 * bytes * beta;
-}
-
 static int tree_supported(int nranks, const coll_args_t *args)
 {
     return nranks >= 1 && coll_dtype_size(args->dtype) != 0 &&
            (args->coll == COLL_OP_BROADCAST || args->coll == COLL_OP_REDUCE) && args->root >= 0 &&
            args->root < nranks;
-}
-
-/* floor(log2 n) levels to fill the pipeline, then one chunk per step; an interior rank sends
- * (broadcast) or receives (reduce) every chunk twice. */
-static double tree_cost_us(int nranks, const coll_args_t *args, double alpha, double beta)
-{
-    double k = algo_chunks(args), chunk = algo_bytes(args) / k;
-
-    if (nranks <= 1) {
-        return 0.0;
-    }
-    return 2.0 * (coll_tree_depth(nranks) + k - 1.0) * (alpha + chunk * beta);
 }
 
 static coll_result_t tree_build(int rank, int nranks, const coll_args_t *args, coll_sched_t *s)
@@ -224,34 +112,11 @@ static int rh_supported(int nranks, const coll_args_t *args)
 
 /* log2(p) messages carrying (p-1)/p of the vector (count is the per-rank block); the fold
  * sends the whole vector down and one block back. */
-static double rh_cost_us(int nranks, const coll_args_t *args, double alpha, double beta)
-{
-    int    fold, lg = rd_log2(nranks, &fold);
-    double p = (double)(1 << lg), total = algo_bytes(args) * nranks;
-
-    if (nranks <= 1) {
-        return 0.0;
-    }
-    return (lg + 2.0 * fold) * alpha + (p - 1.0) / p * total * beta +
-           fold * (total + algo_bytes(args)) * beta;
-}
-
 /* ---- Bruck allgather ---- */
 
 static int bruck_supported(int nranks, const coll_args_t *args)
 {
     return nranks >= 1 && args->coll == COLL_OP_ALLGATHER && coll_dtype_size(args->dtype) != 0;
-}
-
-/* ceil(log2 n) messages carrying n-1 blocks, plus the local rotation of n-1 blocks. */
-static double bruck_cost_us(int nranks, const coll_args_t *args, double alpha, double beta)
-{
-    int rounds = 0;
-
-    for (long long d = 1; d < nranks; d *= 2) {
-        rounds++;
-    }
-    return rounds * alpha + 2.0 * (nranks - 1) * algo_bytes(args) * beta;
 }
 
 /* ---- pairwise alltoall ---- */
@@ -262,26 +127,11 @@ static int pairwise_supported(int nranks, const coll_args_t *args)
            coll_dtype_size(args->dtype) != 0;
 }
 
-static double pairwise_cost_us(int nranks, const coll_args_t *args, double alpha, double beta)
-{
-    return (nranks - 1) * (alpha * algo_chunks(args) + algo_bytes(args) * beta);
-}
-
 /* ---- dissemination barrier ---- */
 
 static int dissemination_supported(int nranks, const coll_args_t *args)
 {
     return nranks >= 1 && args->coll == COLL_OP_BARRIER;
-}
-
-static double dissemination_cost_us(int nranks, const coll_args_t *args, double alpha, double beta)
-{
-    int rounds = 0;
-
-    for (long long d = 1; d < nranks; d *= 2) {
-        rounds++;
-    }
-    return rounds * alpha;
 }
 
 /* ---- direct send/recv ---- */
@@ -292,11 +142,6 @@ static int direct_supported(int nranks, const coll_args_t *args)
            args->root < nranks && coll_dtype_size(args->dtype) != 0;
 }
 
-static double direct_cost_us(int nranks, const coll_args_t *args, double alpha, double beta)
-{
-    return alpha + algo_bytes(args) * beta;
-}
-
 /* ---- the table ---- */
 
 static const coll_algo_t algo_table[] = {
@@ -305,21 +150,21 @@ static const coll_algo_t algo_table[] = {
      .colls = ALGO_BIT(COLL_OP_ALLREDUCE) | ALGO_BIT(COLL_OP_REDUCE_SCATTER) |
               ALGO_BIT(COLL_OP_ALLGATHER) | ALGO_BIT(COLL_OP_BROADCAST) | ALGO_BIT(COLL_OP_REDUCE),
      .supported = ring_supported,
-     .cost_us   = ring_cost_us,
+     .cost_us   = coll_cost_ring,
      .build     = ring_build},
     {.name  = "recursive_doubling",
      .desc  = "allreduce in log2 n rounds of full-vector exchanges (only via COLL_ALGO for now)",
      .colls = ALGO_BIT(COLL_OP_ALLREDUCE),
      .forced_only = 1,
      .supported   = rd_supported,
-     .cost_us     = rd_cost_us,
+     .cost_us     = coll_cost_rd,
      .build       = coll_rd_allreduce_build},
     {.name        = "rabenseifner",
      .desc        = "halving reduce-scatter + doubling allgather (only via COLL_ALGO for now)",
      .colls       = ALGO_BIT(COLL_OP_ALLREDUCE),
      .forced_only = 1,
      .supported   = rd_supported,
-     .cost_us     = rab_cost_us,
+     .cost_us     = coll_cost_rab,
      .build       = coll_rab_allreduce_build},
     {.name        = "dbtree",
      .desc        = "allreduce: halves reduced and broadcast through two complementary binary "
@@ -327,46 +172,46 @@ static const coll_algo_t algo_table[] = {
      .colls       = ALGO_BIT(COLL_OP_ALLREDUCE),
      .forced_only = 1,
      .supported   = dbtree_supported,
-     .cost_us     = dbtree_cost_us,
+     .cost_us     = coll_cost_dbtree,
      .build       = coll_dbtree_allreduce_build},
     {.name        = "tree",
      .desc        = "binary tree broadcast/reduce, chunk-pipelined (only via COLL_ALGO for now)",
      .colls       = ALGO_BIT(COLL_OP_BROADCAST) | ALGO_BIT(COLL_OP_REDUCE),
      .forced_only = 1,
      .supported   = tree_supported,
-     .cost_us     = tree_cost_us,
+     .cost_us     = coll_cost_tree,
      .build       = tree_build},
     {.name        = "recursive_halving",
      .desc        = "reduce_scatter in log2 n halving rounds (only via COLL_ALGO for now)",
      .colls       = ALGO_BIT(COLL_OP_REDUCE_SCATTER),
      .forced_only = 1,
      .supported   = rh_supported,
-     .cost_us     = rh_cost_us,
+     .cost_us     = coll_cost_rh,
      .build       = coll_rh_reduce_scatter_build},
     {.name        = "bruck",
      .desc        = "allgather in ceil(log2 n) rounds, any n (only via COLL_ALGO for now)",
      .colls       = ALGO_BIT(COLL_OP_ALLGATHER),
      .forced_only = 1,
      .supported   = bruck_supported,
-     .cost_us     = bruck_cost_us,
+     .cost_us     = coll_cost_bruck,
      .build       = coll_bruck_allgather_build},
     {.name      = "pairwise",
      .desc      = "alltoall in n-1 rounds of exchanges with rank +k / -k, chunked",
      .colls     = ALGO_BIT(COLL_OP_ALLTOALL),
      .supported = pairwise_supported,
-     .cost_us   = pairwise_cost_us,
+     .cost_us   = coll_cost_pairwise,
      .build     = coll_pairwise_alltoall_build},
     {.name      = "dissemination",
      .desc      = "barrier in ceil(log2 n) rounds of zero-byte messages",
      .colls     = ALGO_BIT(COLL_OP_BARRIER),
      .supported = dissemination_supported,
-     .cost_us   = dissemination_cost_us,
+     .cost_us   = coll_cost_dissemination,
      .build     = coll_dissemination_barrier_build},
     {.name      = "direct",
      .desc      = "point-to-point send/recv, chunked",
      .colls     = ALGO_BIT(COLL_OP_SEND) | ALGO_BIT(COLL_OP_RECV),
      .supported = direct_supported,
-     .cost_us   = direct_cost_us,
+     .cost_us   = coll_cost_direct,
      .build     = coll_direct_build},
 };
 
@@ -395,7 +240,7 @@ const coll_algo_t *coll_algo_registry_find(const char *name)
     return (name == NULL) ? NULL : algo_find_n(name, strlen(name));
 }
 
-static int algo_applies(const coll_algo_t *a, int nranks, const coll_args_t *args)
+int coll_algo_applies(const coll_algo_t *a, int nranks, const coll_args_t *args)
 {
     return (unsigned)args->coll < COLL_OP_COUNT && (a->colls & ALGO_BIT(args->coll)) != 0 &&
            a->supported(nranks, args);
@@ -469,7 +314,7 @@ static const coll_algo_t *algo_override(int nranks, const coll_args_t *args, con
         colon = memchr(tok, ':', len);
         if (colon == NULL) {
             a = algo_spec_algo(spec, tok, len);
-            if (generic == NULL && a != NULL && algo_applies(a, nranks, args)) {
+            if (generic == NULL && a != NULL && coll_algo_applies(a, nranks, args)) {
                 generic = a;
             }
             continue;
@@ -486,7 +331,7 @@ static const coll_algo_t *algo_override(int nranks, const coll_args_t *args, con
         }
         a = algo_spec_algo(spec, name, nlen);
         if (op == (int)args->coll && specific == NULL && a != NULL) {
-            if (algo_applies(a, nranks, args)) {
+            if (coll_algo_applies(a, nranks, args)) {
                 specific = a;
             } else {
                 coll_debug(ALGO, "override %s:%s cannot run this call; choosing by cost",
@@ -497,29 +342,41 @@ static const coll_algo_t *algo_override(int nranks, const coll_args_t *args, con
     return (specific != NULL) ? specific : generic;
 }
 
-const coll_algo_t *coll_algo_select(int nranks, const coll_args_t *args, const char *override)
+const coll_algo_t *coll_algo_select(int nranks, const coll_args_t *args, const char *override,
+                                    const coll_model_t *m, double *cost_p)
 {
     const coll_algo_t *best      = NULL;
-    double             best_cost = 0.0;
+    double             best_cost = -1.0;
+    coll_model_t       dflt;
 
     if (override != NULL) {
         best = algo_override(nranks, args, override);
         if (best != NULL) {
+            if (cost_p != NULL) {
+                *cost_p = -1.0;
+            }
             return best;
         }
+    }
+    if (m == NULL) {
+        coll_model_default(&dflt);
+        m = &dflt;
     }
     for (int i = 0; i < coll_algo_registry_count(); i++) {
         const coll_algo_t *a = &algo_table[i];
         double             c;
 
-        if (a->forced_only || !algo_applies(a, nranks, args)) {
+        if (a->forced_only || !coll_algo_applies(a, nranks, args)) {
             continue;
         }
-        c = a->cost_us(nranks, args, ALGO_ALPHA_US, ALGO_BETA_US_PER_BYTE);
+        c = a->cost_us(nranks, args, m);
         if (best == NULL || c < best_cost) {
             best      = a;
             best_cost = c;
         }
+    }
+    if (cost_p != NULL) {
+        *cost_p = best_cost;
     }
     return best;
 }

@@ -10,4 +10,4 @@ COLL_LIB_SOURCES += \
     src/bootstrap/env.c \
     src/engine/engine.h src/engine/engine.c src/engine/task.c src/engine/wait.c \
     src/api/comm.h src/api/comm.c src/api/colls.c src/api/check.c src/api/check.h \
-    src/api/request.c src/api/init.c src/api/info.c
+    src/api/request.c src/api/init.c src/api/info.c src/api/tune.h src/api/tune.c

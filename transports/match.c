@@ -15,6 +15,11 @@
 #include <inttypes.h>
 #include <string.h>
 
+/* Spare unexpected buffers kept per endpoint: a few, bounded in bytes (see match.h). */
+#define MATCH_SPARE_MAX       4
+#define MATCH_SPARE_BYTES_MAX ((size_t)8 << 20)
+#define MATCH_CAP_ROUND       ((size_t)64 << 10)
+
 void coll_tp_match_init(coll_tp_match_t *m, int peer, const char *tpname)
 {
     memset(m, 0, sizeof(*m));
@@ -49,6 +54,89 @@ void coll_tp_match_fini(coll_tp_match_t *m, coll_result_t status)
         u = next;
     }
     m->unexp_bytes = 0;
+    while (m->spare != NULL) {
+        u        = m->spare;
+        m->spare = u->next;
+        coll_free(u->data);
+        coll_free(u);
+    }
+    m->nspare      = 0;
+    m->spare_bytes = 0;
+}
+
+/* A record with a buffer of at least total bytes: the smallest spare that fits, else new. */
+static coll_tp_unexp_t *match_unexp_get(coll_tp_match_t *m, size_t total)
+{
+    coll_tp_unexp_t *best = NULL, *best_prev = NULL, *prev = NULL;
+
+    for (coll_tp_unexp_t *u = m->spare; u != NULL; prev = u, u = u->next) {
+        if (u->cap >= total && (best == NULL || u->cap < best->cap)) {
+            best      = u;
+            best_prev = prev;
+        }
+    }
+    if (best != NULL) {
+        if (best_prev == NULL) {
+            m->spare = best->next;
+        } else {
+            best_prev->next = best->next;
+        }
+        m->nspare--;
+        m->spare_bytes -= best->cap;
+        best->tag     = 0;
+        best->total   = 0;
+        best->bytes   = 0;
+        best->waiting = NULL;
+        best->next    = NULL;
+        return best;
+    }
+    best = coll_calloc(1, sizeof(*best), "unexpected message");
+    if (best == NULL) {
+        return NULL;
+    }
+    /* round small sizes up so one spare serves the neighbouring sizes too */
+    best->cap  = (total <= MATCH_SPARE_BYTES_MAX)
+                     ? (total + MATCH_CAP_ROUND - 1) / MATCH_CAP_ROUND * MATCH_CAP_ROUND
+                     : total;
+    best->data = coll_malloc(best->cap > 0 ? best->cap : 1, "unexpected message data");
+    if (best->data == NULL) {
+        coll_free(best);
+        return NULL;
+    }
+    return best;
+}
+
+/* Keep the record as a spare if it fits the bounds (evicting the smallest), else free it. */
+static void match_unexp_put(coll_tp_match_t *m, coll_tp_unexp_t *u)
+{
+    while (u->cap <= MATCH_SPARE_BYTES_MAX && m->spare != NULL &&
+           (m->nspare >= MATCH_SPARE_MAX || m->spare_bytes + u->cap > MATCH_SPARE_BYTES_MAX)) {
+        coll_tp_unexp_t **pp = &m->spare, **small = &m->spare;
+        for (; *pp != NULL; pp = &(*pp)->next) {
+            if ((*pp)->cap < (*small)->cap) {
+                small = pp;
+            }
+        }
+        if ((*small)->cap > u->cap) {
+            break; /* every spare is bigger than this one: keep them */
+        }
+        coll_tp_unexp_t *victim = *small;
+        *small                  = victim->next;
+        m->nspare--;
+        m->spare_bytes -= victim->cap;
+        coll_free(victim->data);
+        coll_free(victim);
+    }
+    if (u->cap <= MATCH_SPARE_BYTES_MAX && m->nspare < MATCH_SPARE_MAX &&
+        m->spare_bytes + u->cap <= MATCH_SPARE_BYTES_MAX) {
+        u->next  = m->spare;
+        m->spare = u;
+        m->nspare++;
+        m->spare_bytes += u->cap;
+        return;
+    }
+    coll_free(u->data);
+    coll_free(u);
 }
 
 /* Copy or reduce n bytes of incoming data into op at offset off. */
@@ -119,8 +207,7 @@ static void match_release_unexp(coll_tp_match_t *m, coll_tp_unexp_t *prev, coll_
         prev->next = u->next;
     }
     m->unexp_bytes -= u->total;
-    coll_free(u->data);
-    coll_free(u);
+    match_unexp_put(m, u);
 }
 
 coll_result_t coll_tp_match_post(coll_tp_match_t *m, coll_tp_op_t *op)
@@ -160,13 +247,8 @@ static coll_result_t match_buffer(coll_tp_match_t *m, uint64_t tag, size_t total
     coll_tp_unexp_t *prev = NULL;
     coll_tp_unexp_t *u    = match_find_unexp_(m, tag, 1, &prev);
     if (u == NULL) {
-        u = coll_calloc(1, sizeof(*u), "unexpected message");
+        u = match_unexp_get(m, total);
         if (u == NULL) {
-            return COLL_ERR_NO_MEMORY;
-        }
-        u->data = coll_malloc(total, "unexpected message data");
-        if (u->data == NULL) {
-            coll_free(u);
             return COLL_ERR_NO_MEMORY;
         }
         u->tag   = tag;

@@ -12,9 +12,10 @@
 
 typedef struct coll_tp_unexp {
     uint64_t              tag;
-    size_t                total;   /* message length announced by the sender */
-    size_t                bytes;   /* received so far */
-    char                 *data;    /* total bytes */
+    size_t                total; /* message length announced by the sender */
+    size_t                bytes; /* received so far */
+    char                 *data;  /* cap >= total bytes */
+    size_t                cap;
     coll_tp_op_t         *waiting; /* receive posted while the message was still arriving */
     struct coll_tp_unexp *next;
 } coll_tp_unexp_t;
@@ -26,6 +27,11 @@ typedef struct coll_tp_match {
     int              peer;        /* for error messages */
     const char      *tpname;      /* for error messages */
     size_t           unexp_bytes; /* buffered now, for diagnostics */
+    /* Released records kept with their buffers for the next unexpected message: fresh heap
+     * memory costs a page fault per 4 KiB on first touch, which dominated large exchanges. */
+    coll_tp_unexp_t *spare;
+    int              nspare;
+    size_t           spare_bytes;
 } coll_tp_match_t;
 
 void coll_tp_match_init(coll_tp_match_t *m, int peer, const char *tpname);

@@ -5,6 +5,7 @@
  * sticky error state with its message.
  */
 #include "api/comm.h"
+#include "api/tune.h"
 #include "engine/engine.h"
 #include "error.h"
 #include "log.h"
@@ -187,6 +188,7 @@ static void comm_free(coll_comm_t *comm)
     coll_free(comm->send_seq);
     coll_free(comm->recv_seq);
     coll_free(comm->algo_override);
+    coll_layout_fini(&comm->layout);
     coll_free(comm);
 }
 
@@ -242,6 +244,7 @@ coll_result_t coll_comm_create(coll_comm_t **comm_p, int nranks, const coll_uniq
     comm->comm_id = coll_hash64(coll_bootstrap_seed(comm->bs) ^ (uint64_t)comm->peers[0].pid);
     COLL_CHECK_GOTO(comm_pick_transports(comm), st, err);
     COLL_CHECK_GOTO(comm_connect(comm, deadline), st, err);
+    COLL_CHECK_GOTO(coll_tune_init(comm, deadline), st, err);
     comm->last_progress = coll_time_s();
     coll_info(INIT, "rank %d of %d ready (comm %016llx%s%s)", rank, nranks,
               (unsigned long long)comm->comm_id, comm->name[0] ? ", " : "", comm->name);

@@ -11,6 +11,7 @@
 #include <stdatomic.h>
 #include "coll.h"
 #include "transport.h"
+#include "algo.h"
 #include "bootstrap/bootstrap.h"
 
 #define COLL_COMM_MAGIC  0x434f4d4du /* "COMM" */
@@ -51,7 +52,11 @@ struct coll_comm {
     struct coll_sched_entry *cache[COLL_SCHED_CACHE];
     uint64_t                 cache_clock;
     double                   last_progress; /* when any step last completed */
+    void                    *scratch_spare; /* a finished request's scratch, kept for reuse */
+    size_t                   scratch_spare_cap;
     char                    *algo_override;
+    coll_layout_t            layout; /* hosts of the ranks (src/api/tune.c) */
+    coll_model_t             model;  /* the tuner's link costs, equal on every rank */
 
     /* errors: first failure wins and is sticky */
     atomic_int    aborted;

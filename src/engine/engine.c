@@ -43,6 +43,9 @@ void coll_engine_free_zombies(coll_comm_t *comm)
 
 void coll_engine_cache_clear(coll_comm_t *comm)
 {
+    coll_free(comm->scratch_spare);
+    comm->scratch_spare     = NULL;
+    comm->scratch_spare_cap = 0;
     for (int i = 0; i < COLL_SCHED_CACHE; i++) {
         if (comm->cache[i] != NULL) {
             engine_entry_put(comm->cache[i]);
@@ -54,9 +57,11 @@ void coll_engine_cache_clear(coll_comm_t *comm)
 static coll_result_t engine_build(coll_comm_t *comm, const coll_args_t *args,
                                   coll_sched_entry_t **entry_p)
 {
-    const coll_algo_t *algo = coll_algo_select(comm->nranks, args, comm->algo_override);
-    coll_result_t      st;
-    char               msg[256];
+    double             cost;
+    const coll_algo_t *algo =
+        coll_algo_select(comm->nranks, args, comm->algo_override, &comm->model, &cost);
+    coll_result_t st;
+    char          msg[256];
     if (algo == NULL) {
         return coll_comm_fail(comm, COLL_ERR_INTERNAL, "no algorithm implements %s",
                               coll_op_name(args->coll));
@@ -131,8 +136,43 @@ static void engine_unlink(coll_comm_t *comm, coll_task_t *req)
     req->next = req->prev = NULL;
 }
 
+/*
+ * Scratch buffers are reused across requests: fresh heap memory of a large size comes straight
+ * from the kernel and costs a page fault per page on first touch, every call. The communicator
+ * keeps the largest released buffer.
+ */
+static void *engine_scratch_get(coll_comm_t *comm, size_t need, size_t *cap_p)
+{
+    if (comm->scratch_spare != NULL && comm->scratch_spare_cap >= need) {
+        void *p                 = comm->scratch_spare;
+        *cap_p                  = comm->scratch_spare_cap;
+        comm->scratch_spare     = NULL;
+        comm->scratch_spare_cap = 0;
+        return p;
+    }
+    *cap_p = need;
+    return coll_malloc(need, "scratch buffer");
+}
+
+static void engine_scratch_put(coll_comm_t *comm, coll_task_t *req)
+{
+    if (req->scratch == NULL) {
+        return;
+    }
+    if (comm->scratch_spare_cap < req->scratch_cap) {
+        coll_free(comm->scratch_spare);
+        comm->scratch_spare     = req->scratch;
+        comm->scratch_spare_cap = req->scratch_cap;
+    } else {
+        coll_free(req->scratch);
+    }
+    req->scratch     = NULL;
+    req->scratch_cap = 0;
+}
+
 static void engine_free(coll_task_t *req)
 {
+    engine_scratch_put(req->comm, req);
     coll_task_release(req);
     if (req->entry != NULL) {
         engine_entry_put(req->entry);
@@ -176,11 +216,12 @@ coll_result_t coll_engine_start(coll_comm_t *comm, const coll_args_t *args, cons
     }
     req->comm                = comm;
     req->args                = *args;
+    req->args.layout         = &comm->layout;
     req->bufs[COLL_BUF_SEND] = (void *)sendbuf;
     req->bufs[COLL_BUF_RECV] = recvbuf;
-    COLL_CHECK_GOTO(engine_sched_get(comm, args, &req->entry), st, err);
+    COLL_CHECK_GOTO(engine_sched_get(comm, &req->args, &req->entry), st, err);
     if (req->entry->sched.scratch_bytes > 0) {
-        req->scratch = coll_malloc(req->entry->sched.scratch_bytes, "scratch buffer");
+        req->scratch = engine_scratch_get(comm, req->entry->sched.scratch_bytes, &req->scratch_cap);
         if (req->scratch == NULL) {
             st = COLL_ERR_NO_MEMORY;
             goto err;

@@ -33,6 +33,7 @@ typedef struct coll_request {
     coll_args_t          args;
     void                *bufs[COLL_BUF_COUNT];
     void                *scratch;
+    size_t               scratch_cap;
     uint64_t             tag_base;
     uint32_t             seq;
     uint32_t             nsteps;

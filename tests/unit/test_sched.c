@@ -689,10 +689,11 @@ static size_t build_count(coll_op_t coll, int rank, int n, size_t count, coll_re
                                .root        = root,
                                .in_place    = ip,
                                .chunk_bytes = 64};
-    const coll_algo_t *a    = coll_algo_select(n, &args, "ring"); /* the counts below are ring's */
-    coll_sched_t       s;
-    char               msg[256];
-    size_t             scratch;
+    const coll_algo_t *a =
+        coll_algo_select(n, &args, "ring", NULL, NULL); /* the counts below are ring's */
+    coll_sched_t s;
+    char         msg[256];
+    size_t       scratch;
 
     ASSERT_TRUE(a != NULL);
     coll_sched_init(&s, rank, n, args.dtype, args.op);
@@ -917,6 +918,15 @@ static void test_sched_errors(void)
 
 /* Allreduce by size: recursive doubling for small, Rabenseifner for medium, ring for large. */
 
+/* The default model, for the cost functions. */
+static const coll_model_t *default_model(void)
+{
+    static coll_model_t m;
+    coll_model_default(&m);
+    return &m;
+}
+#define NULL_MODEL default_model()
+
 /* The cost model's favourite allreduce, forced-only algorithms included. */
 static const coll_algo_t *algo_cheapest(int n, const coll_args_t *a)
 {
@@ -927,7 +937,7 @@ static const coll_algo_t *algo_cheapest(int n, const coll_args_t *a)
         if (!(x->colls & (1u << a->coll)) || !x->supported(n, a)) {
             continue;
         }
-        double c = x->cost_us(n, a, 5.0, 2e-4);
+        double c = x->cost_us(n, a, NULL_MODEL);
         if (best == NULL || c < best_cost) {
             best      = x;
             best_cost = c;
@@ -962,12 +972,12 @@ static void test_registry_sizes(void)
         ASSERT_TRUE(strcmp(medium->name, ns[i] == 6 ? "ring" : "rabenseifner") == 0);
         ASSERT_TRUE(strcmp(large->name, "ring") == 0);
         /* forced-only algorithms are never the automatic choice */
-        ASSERT_TRUE(strcmp(coll_algo_select(ns[i], &a, NULL)->name, "ring") == 0);
+        ASSERT_TRUE(strcmp(coll_algo_select(ns[i], &a, NULL, NULL, NULL)->name, "ring") == 0);
         a.count = 2;
-        ASSERT_TRUE(strcmp(coll_algo_select(ns[i], &a, NULL)->name, "ring") == 0);
+        ASSERT_TRUE(strcmp(coll_algo_select(ns[i], &a, NULL, NULL, NULL)->name, "ring") == 0);
     }
     a.count = 2;
-    ASSERT_TRUE(coll_algo_select(8, &a, "allreduce:rabenseifner") ==
+    ASSERT_TRUE(coll_algo_select(8, &a, "allreduce:rabenseifner", NULL, NULL) ==
                 coll_algo_registry_find("rabenseifner"));
 }
 
@@ -993,27 +1003,30 @@ static void test_registry(void)
         a.coll = (coll_op_t)op;
         a.root = (op == COLL_OP_SEND || op == COLL_OP_RECV || op == COLL_OP_BROADCAST) ? 1 : -1;
         a.root = (op == COLL_OP_REDUCE) ? 2 : a.root;
-        sel    = coll_algo_select(4, &a, NULL);
+        sel    = coll_algo_select(4, &a, NULL, NULL, NULL);
         ASSERT_TRUE(sel != NULL && (sel->colls & (1u << op)) != 0);
-        ASSERT_TRUE(sel->cost_us(4, &a, 5.0, 2e-4) >= 0.0);
-        ASSERT_TRUE(coll_algo_select(4, &a, "ring") == ring || (ring->colls & (1u << op)) == 0);
+        ASSERT_TRUE(sel->cost_us(4, &a, NULL_MODEL) >= 0.0);
+        ASSERT_TRUE(coll_algo_select(4, &a, "ring", NULL, NULL) == ring ||
+                    (ring->colls & (1u << op)) == 0);
     }
     a = (coll_args_t){.coll        = COLL_OP_ALLREDUCE,
                       .count       = 10,
                       .dtype       = COLL_FLOAT32,
                       .root        = -1,
                       .chunk_bytes = 64};
-    ASSERT_TRUE(coll_algo_select(4, &a, "allreduce:ring") == ring);
-    ASSERT_TRUE(coll_algo_select(4, &a, " allgather:ring , allreduce : ring") == ring);
-    ASSERT_TRUE(coll_algo_select(4, &a, "pairwise") == coll_algo_select(4, &a, NULL)); /* falls
-                                                                                        back */
+    ASSERT_TRUE(coll_algo_select(4, &a, "allreduce:ring", NULL, NULL) == ring);
+    ASSERT_TRUE(coll_algo_select(4, &a, " allgather:ring , allreduce : ring", NULL, NULL) == ring);
+    ASSERT_TRUE(coll_algo_select(4, &a, "pairwise", NULL, NULL) ==
+                coll_algo_select(4, &a, NULL, NULL, NULL)); /* falls
+                                     back */
     fprintf(stderr, "(one warning about an unknown algorithm is expected)\n");
-    ASSERT_TRUE(coll_algo_select(4, &a, "bogus,nocoll:ring,allreduce:bogus") ==
-                coll_algo_select(4, &a, NULL));
+    ASSERT_TRUE(coll_algo_select(4, &a, "bogus,nocoll:ring,allreduce:bogus", NULL, NULL) ==
+                coll_algo_select(4, &a, NULL, NULL, NULL));
     test_registry_sizes();
     a.coll     = COLL_OP_ALLTOALL;
     a.in_place = 1;
-    ASSERT_TRUE(coll_algo_select(4, &a, NULL) == NULL); /* alltoall in place: invalid call */
+    ASSERT_TRUE(coll_algo_select(4, &a, NULL, NULL, NULL) ==
+                NULL); /* alltoall in place: invalid call */
 }
 
 /* Tag space: a call needing more than 2^32 tags is refused before anything is allocated. */

@@ -1,0 +1,261 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Alpha-beta(-gamma) cost of every built-in algorithm: alpha per message on the link it uses,
+ * beta per byte sent, gamma per byte reduced locally. Rounds of pairwise exchanges are charged
+ * to the slowest link used in that round; rings and trees to the slowest link they contain.
+ * The formulas follow the schedules the builders emit (message counts, bytes per rank).
+ */
+#include "cost.h"
+
+#include "ring/ring.h"
+#include "tree/tree.h"
+
+void coll_model_default(coll_model_t *m)
+{
+    m->intra.alpha_us         = 4.0;
+    m->intra.beta_us_per_byte = 1e6 / 6e9; /* a copy into and out of a ring, ~6 GB/s */
+    m->inter.alpha_us         = 30.0;
+    m->inter.beta_us_per_byte = 1e6 / 1.1e9; /* 10 Gbit/s TCP */
+    m->gamma_us_per_byte      = 1e6 / 8e9;
+}
+
+double coll_cost_bytes(const coll_args_t *args)
+{
+    return (double)args->count * (double)coll_dtype_size(args->dtype);
+}
+
+/* Messages of a chunked transfer of the call's data (at least one). */
+static double cost_chunks(const coll_args_t *args)
+{
+    uint64_t bytes = (uint64_t)args->count * coll_dtype_size(args->dtype);
+    uint64_t chunk = (args->chunk_bytes > 0) ? args->chunk_bytes : 1;
+    uint64_t k     = bytes / chunk + (bytes % chunk != 0 ? 1 : 0);
+
+    return (k < 1) ? 1.0 : (double)k;
+}
+
+static int cost_multihost(const coll_args_t *args)
+{
+    return args->layout != NULL && args->layout->nhosts > 1;
+}
+
+const coll_link_model_t *coll_cost_link(const coll_args_t *args, const coll_model_t *m, int a,
+                                        int b)
+{
+    const coll_layout_t *l = args->layout;
+
+    if (l == NULL || l->nhosts <= 1 || a < 0 || b < 0 || a >= l->nranks || b >= l->nranks) {
+        return &m->intra;
+    }
+    return (l->host_of[a] == l->host_of[b]) ? &m->intra : &m->inter;
+}
+
+const coll_link_model_t *coll_cost_flat_link(const coll_args_t *args, const coll_model_t *m)
+{
+    return cost_multihost(args) ? &m->inter : &m->intra;
+}
+
+const coll_link_model_t *coll_cost_xor_link(const coll_args_t *args, const coll_model_t *m, int p,
+                                            int dist)
+{
+    if (!cost_multihost(args)) {
+        return &m->intra;
+    }
+    for (int r = 0; r < p && r < args->layout->nranks; r++) {
+        int q = r ^ dist;
+        if (q < args->layout->nranks && coll_cost_link(args, m, r, q) == &m->inter) {
+            return &m->inter;
+        }
+    }
+    return &m->intra;
+}
+
+/* ---- ring / chain ---- */
+
+/* Ring phases: every rank sends (n-1)/n of the data per phase in n-1 messages and reduces the
+ * reduce-scatter's share. Chains: the pipeline fills in n-1 chunk times, then delivers one
+ * chunk per chunk time. */
+double coll_cost_ring(int nranks, const coll_args_t *args, const coll_model_t *m)
+{
+    const coll_link_model_t *l = coll_cost_flat_link(args, m);
+    double                   n = nranks, bytes = coll_cost_bytes(args), k, chunk;
+
+    if (nranks <= 1) {
+        return 0.0;
+    }
+    switch (args->coll) {
+    case COLL_OP_ALLREDUCE:
+        return 2.0 * (n - 1.0) * l->alpha_us + 2.0 * (n - 1.0) / n * bytes * l->beta_us_per_byte +
+               (n - 1.0) / n * bytes * m->gamma_us_per_byte;
+    case COLL_OP_REDUCE_SCATTER: /* count is the per-rank block */
+        return (n - 1.0) * (l->alpha_us + bytes * (l->beta_us_per_byte + m->gamma_us_per_byte));
+    case COLL_OP_ALLGATHER:
+        return (n - 1.0) * (l->alpha_us + bytes * l->beta_us_per_byte);
+    default:
+        k     = cost_chunks(args);
+        chunk = bytes / k;
+        return (n - 1.0 + k - 1.0) * (l->alpha_us + chunk * l->beta_us_per_byte);
+    }
+}
+
+/* ---- recursive doubling / Rabenseifner ---- */
+
+/* Rabenseifner's far partners stream worse than a ring's neighbours: its bandwidth term is
+ * charged this factor, which leaves the largest messages to the ring on equal links. */
+#define COST_RAB_BW_PENALTY 1.1
+
+static int cost_log2(int nranks, int *p_p)
+{
+    int lg = 0;
+
+    while ((2LL << lg) <= nranks) {
+        lg++;
+    }
+    *p_p = 1 << lg;
+    return lg;
+}
+
+/* The fold (n not a power of two): a vector down and the result back, over the flat link. */
+static double cost_fold(int nranks, int p, double bytes, const coll_args_t *args,
+                        const coll_model_t *m)
+{
+    const coll_link_model_t *l = coll_cost_flat_link(args, m);
+
+    if (nranks == p) {
+        return 0.0;
+    }
+    return 2.0 * (l->alpha_us + bytes * l->beta_us_per_byte) + bytes * m->gamma_us_per_byte;
+}
+
+/* log2(p) full-vector exchanges, each reduced. */
+double coll_cost_rd(int nranks, const coll_args_t *args, const coll_model_t *m)
+{
+    int    p, lg = cost_log2(nranks, &p);
+    double bytes = coll_cost_bytes(args), t = 0.0;
+
+    for (int k = 0; k < lg; k++) {
+        const coll_link_model_t *l = coll_cost_xor_link(args, m, p, 1 << k);
+        t += l->alpha_us + bytes * (l->beta_us_per_byte + m->gamma_us_per_byte);
+    }
+    return t + cost_fold(nranks, p, bytes, args, m);
+}
+
+/* Halving rounds at distance p/2, p/4, ... carry half the remaining data, then the doubling
+ * rounds mirror them. */
+double coll_cost_rab(int nranks, const coll_args_t *args, const coll_model_t *m)
+{
+    int    p, lg = cost_log2(nranks, &p);
+    double bytes = coll_cost_bytes(args), t = 0.0, part = bytes;
+
+    if (nranks <= 1) {
+        return 0.0;
+    }
+    for (int k = lg - 1; k >= 0; k--) {
+        const coll_link_model_t *l = coll_cost_xor_link(args, m, p, 1 << k);
+        part /= 2.0;
+        t += 2.0 * (l->alpha_us + COST_RAB_BW_PENALTY * part * l->beta_us_per_byte) +
+             part * m->gamma_us_per_byte;
+    }
+    return t + cost_fold(nranks, p, bytes, args, m);
+}
+
+/* ---- trees ---- */
+
+/*
+ * Each half climbs and descends floor(log2 n) levels (the pipeline's fill and drain, one chunk
+ * per level); meanwhile a rank sends about twice the vector (interior in one tree: one chunk up
+ * and two down; a leaf in the other: one up) in one message per chunk, and reduces it once.
+ */
+double coll_cost_dbtree(int nranks, const coll_args_t *args, const coll_model_t *m)
+{
+    const coll_link_model_t *l     = coll_cost_flat_link(args, m);
+    double                   bytes = coll_cost_bytes(args), k = cost_chunks(args), chunk;
+
+    if (nranks <= 1) {
+        return 0.0;
+    }
+    chunk = (bytes / 2.0 < (double)args->chunk_bytes) ? bytes / 2.0 : (double)args->chunk_bytes;
+    return 2.0 * coll_tree_depth(nranks) * (l->alpha_us + chunk * l->beta_us_per_byte) +
+           (k + 1.0) * l->alpha_us + 2.0 * bytes * l->beta_us_per_byte +
+           bytes * m->gamma_us_per_byte;
+}
+
+/* floor(log2 n) levels to fill the pipeline, then one chunk per step; an interior rank sends
+ * (broadcast) or receives (reduce) every chunk twice. */
+double coll_cost_tree(int nranks, const coll_args_t *args, const coll_model_t *m)
+{
+    const coll_link_model_t *l = coll_cost_flat_link(args, m);
+    double                   k = cost_chunks(args), chunk = coll_cost_bytes(args) / k;
+
+    if (nranks <= 1) {
+        return 0.0;
+    }
+    return 2.0 * (coll_tree_depth(nranks) + k - 1.0) * (l->alpha_us + chunk * l->beta_us_per_byte);
+}
+
+/* ---- recursive halving reduce_scatter, Bruck allgather ---- */
+
+/* log2(p) rounds at distance p/2, p/4, ... carrying half the remaining vector (count is the
+ * per-rank block); the fold sends the whole vector down and one block back. */
+double coll_cost_rh(int nranks, const coll_args_t *args, const coll_model_t *m)
+{
+    int                      p, lg = cost_log2(nranks, &p);
+    double                   block = coll_cost_bytes(args), part = block * nranks, t = 0.0;
+    const coll_link_model_t *fl = coll_cost_flat_link(args, m);
+
+    if (nranks <= 1) {
+        return 0.0;
+    }
+    for (int k = lg - 1; k >= 0; k--) {
+        const coll_link_model_t *l = coll_cost_xor_link(args, m, p, 1 << k);
+        part /= 2.0;
+        t += l->alpha_us + part * (l->beta_us_per_byte + m->gamma_us_per_byte);
+    }
+    if (nranks != p) {
+        t += 2.0 * fl->alpha_us + (block * nranks + block) * fl->beta_us_per_byte +
+             block * nranks * m->gamma_us_per_byte;
+    }
+    return t;
+}
+
+/* ceil(log2 n) messages carrying n-1 blocks, plus the local rotation of n-1 blocks. */
+double coll_cost_bruck(int nranks, const coll_args_t *args, const coll_model_t *m)
+{
+    const coll_link_model_t *l      = coll_cost_flat_link(args, m);
+    int                      rounds = 0;
+
+    for (long long d = 1; d < nranks; d *= 2) {
+        rounds++;
+    }
+    return rounds * l->alpha_us + (nranks - 1) * coll_cost_bytes(args) * l->beta_us_per_byte +
+           (nranks - 1) * coll_cost_bytes(args) * m->intra.beta_us_per_byte;
+}
+
+/* ---- alltoall, barrier, send/recv ---- */
+
+double coll_cost_pairwise(int nranks, const coll_args_t *args, const coll_model_t *m)
+{
+    const coll_link_model_t *l = coll_cost_flat_link(args, m);
+
+    return (nranks - 1) *
+           (l->alpha_us * cost_chunks(args) + coll_cost_bytes(args) * l->beta_us_per_byte);
+}
+
+double coll_cost_dissemination(int nranks, const coll_args_t *args, const coll_model_t *m)
+{
+    const coll_link_model_t *l      = coll_cost_flat_link(args, m);
+    int                      rounds = 0;
+
+    for (long long d = 1; d < nranks; d *= 2) {
+        rounds++;
+    }
+    return rounds * l->alpha_us;
+}
+
+double coll_cost_direct(int nranks, const coll_args_t *args, const coll_model_t *m)
+{
+    const coll_link_model_t *l = coll_cost_flat_link(args, m);
+
+    (void)nranks;
+    return l->alpha_us + coll_cost_bytes(args) * l->beta_us_per_byte;
+}

@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Building a communicator's layout from per-rank host keys: host numbering in order of first
+ * appearance, local ranks, the per-host rank lists and the regularity flags the algorithms
+ * test. Pure computation; no I/O.
+ */
+#include "layout.h"
+
+#include <string.h>
+#include "util.h"
+
+void coll_layout_fini(coll_layout_t *l)
+{
+    coll_free(l->host_of);
+    coll_free(l->local_rank);
+    coll_free(l->host_start);
+    coll_free(l->host_ranks);
+    memset(l, 0, sizeof(*l));
+}
+
+coll_result_t coll_layout_init(coll_layout_t *l, int nranks, const uint64_t *host_key)
+{
+    memset(l, 0, sizeof(*l));
+    l->nranks     = nranks;
+    l->host_of    = coll_calloc((size_t)nranks, sizeof(int), "layout");
+    l->local_rank = coll_calloc((size_t)nranks, sizeof(int), "layout");
+    l->host_start = coll_calloc((size_t)nranks + 1, sizeof(int), "layout");
+    l->host_ranks = coll_calloc((size_t)nranks, sizeof(int), "layout");
+    if (l->host_of == NULL || l->local_rank == NULL || l->host_start == NULL ||
+        l->host_ranks == NULL) {
+        coll_layout_fini(l);
+        return COLL_ERR_NO_MEMORY;
+    }
+    /* hosts in order of first appearance (quadratic in the host count: fine up to thousands) */
+    for (int r = 0; r < nranks; r++) {
+        int h = 0;
+        while (h < l->nhosts && host_key[l->host_ranks[l->host_start[h]]] != host_key[r]) {
+            h++;
+        }
+        if (h == l->nhosts) {
+            l->host_start[h] = r; /* temporarily: the first rank of host h */
+            l->host_ranks[r] = r;
+            l->nhosts++;
+        }
+        l->host_of[r] = h;
+    }
+    /* counts, then prefix sums, then fill in rank order */
+    int *count = l->host_ranks; /* reuse as scratch after reading the first ranks */
+    for (int h = 0; h < l->nhosts; h++) {
+        count[h] = 0;
+    }
+    for (int r = 0; r < nranks; r++) {
+        l->local_rank[r] = count[l->host_of[r]]++;
+    }
+    l->host_start[0] = 0;
+    for (int h = 0; h < l->nhosts; h++) {
+        l->host_start[h + 1] = l->host_start[h] + count[h];
+    }
+    for (int r = 0; r < nranks; r++) {
+        l->host_ranks[l->host_start[l->host_of[r]] + l->local_rank[r]] = r;
+    }
+    l->local_size = (l->nhosts > 0 && nranks % l->nhosts == 0) ? nranks / l->nhosts : 0;
+    for (int h = 0; h < l->nhosts && l->local_size > 0; h++) {
+        if (l->host_start[h + 1] - l->host_start[h] != l->local_size) {
+            l->local_size = 0;
+        }
+    }
+    l->contiguous = l->local_size > 0;
+    for (int r = 0; r < nranks && l->contiguous; r++) {
+        l->contiguous = (l->host_of[r] == r / l->local_size);
+    }
+    return COLL_OK;
+}
+
+coll_result_t coll_layout_init_blocks(coll_layout_t *l, int nranks, int nhosts)
+{
+    uint64_t *key = coll_calloc((size_t)nranks, sizeof(*key), "layout keys");
+    int       per = (nhosts > 0 && nranks >= nhosts) ? nranks / nhosts : nranks;
+
+    if (key == NULL) {
+        return COLL_ERR_NO_MEMORY;
+    }
+    for (int r = 0; r < nranks; r++) {
+        int h  = (per > 0) ? r / per : 0;
+        key[r] = (uint64_t)((h < nhosts) ? h : nhosts - 1);
+    }
+    coll_result_t st = coll_layout_init(l, nranks, key);
+    coll_free(key);
+    return st;
+}

@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The cost model the tuner feeds to every algorithm's cost function: an alpha-beta pair for
+ * each kind of link (between ranks of one host, between hosts) and the local cost of reducing
+ * or copying a byte. Values come from parameters or from measurements at communicator creation
+ * (src/api/tune.c); every rank of a communicator holds the same values, so every rank makes
+ * the same choice.
+ */
+#ifndef COLL_MODEL_H
+#define COLL_MODEL_H
+
+typedef struct coll_link_model {
+    double alpha_us;         /* latency of one message */
+    double beta_us_per_byte; /* inverse bandwidth of one stream */
+} coll_link_model_t;
+
+typedef struct coll_model {
+    coll_link_model_t intra;             /* ranks on one host */
+    coll_link_model_t inter;             /* ranks on different hosts */
+    double            gamma_us_per_byte; /* reducing one byte into another (memory-bound) */
+} coll_model_t;
+
+/* The defaults: shm on a small host, TCP over a 10 Gbit/s-class network. */
+void coll_model_default(coll_model_t *m);
+
+#endif
