@@ -39,6 +39,9 @@ typedef struct coll_args {
     /* The communicator's layout, or NULL for "every rank on one host, no shared windows".
      * Constant for a communicator, so not part of the schedule cache key. */
     const coll_layout_t *layout;
+    /* The communicator's cost model (NULL: the default); composed algorithms pick their parts
+     * with it. Equal on every rank and constant, so not part of the cache key either. */
+    const coll_model_t *model;
 } coll_args_t;
 
 /*

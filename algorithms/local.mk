@@ -9,4 +9,5 @@ COLL_LIB_SOURCES += algorithms/sched.h algorithms/sched.c algorithms/algo.h \
     algorithms/rd/rd.h algorithms/rd/allreduce_rd.c algorithms/rd/allreduce_rab.c \
     algorithms/rd/reduce_scatter_rh.c \
     algorithms/tree/tree.h algorithms/tree/dbtree.c algorithms/tree/allreduce.c \
-    algorithms/tree/bcast_reduce.c
+    algorithms/tree/bcast_reduce.c \
+    algorithms/hier/compose.h algorithms/hier/compose.c algorithms/hier/hier.h algorithms/hier/hier.c

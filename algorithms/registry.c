@@ -11,6 +11,7 @@
 #include <string.h>
 #include "basic/basic.h"
 #include "cost.h"
+#include "hier/hier.h"
 #include "log.h"
 #include "rd/rd.h"
 #include "ring/ring.h"
@@ -195,6 +196,14 @@ static const coll_algo_t algo_table[] = {
      .supported   = bruck_supported,
      .cost_us     = coll_cost_bruck,
      .build       = coll_bruck_allgather_build},
+    {.name  = "hier",
+     .desc  = "hierarchical: intra-host reduce_scatter/allgather around one inter-host rail "
+              "per local rank (>= 2 hosts with equal rank counts)",
+     .colls = ALGO_BIT(COLL_OP_ALLREDUCE) | ALGO_BIT(COLL_OP_REDUCE_SCATTER) |
+              ALGO_BIT(COLL_OP_ALLGATHER),
+     .supported = coll_hier_supported,
+     .cost_us   = coll_hier_cost,
+     .build     = coll_hier_build},
     {.name      = "pairwise",
      .desc      = "alltoall in n-1 rounds of exchanges with rank +k / -k, chunked",
      .colls     = ALGO_BIT(COLL_OP_ALLTOALL),

@@ -80,6 +80,14 @@ static int sched_push(coll_sched_t *s, const coll_step_t *st)
     return (int)s->nsteps++;
 }
 
+int coll_sched_append(coll_sched_t *s, const coll_step_t *st)
+{
+    coll_step_t copy = *st;
+
+    copy.ndeps = copy.succ_start = copy.succ_count = 0;
+    return sched_push(s, &copy);
+}
+
 int coll_sched_send(coll_sched_t *s, int peer, uint32_t tag, coll_buf_id_t buf, uint64_t off,
                     uint64_t len)
 {

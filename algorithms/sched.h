@@ -85,6 +85,9 @@ int coll_sched_reduce(coll_sched_t *s, coll_buf_id_t dst_buf, uint64_t dst_off,
                       coll_buf_id_t src_buf, uint64_t src_off, uint64_t len);
 int coll_sched_div(coll_sched_t *s, coll_buf_id_t buf, uint64_t off, uint64_t len);
 
+/* Append a copy of an existing step (composition); dependencies are not copied. */
+int coll_sched_append(coll_sched_t *s, const coll_step_t *st);
+
 /* COPY steps of at most chunk_bytes (whole elements of s->dtype) covering len bytes, so one big
  * local copy never holds up the engine. */
 void coll_sched_copy_chunked(coll_sched_t *s, size_t chunk_bytes, coll_buf_id_t dst_buf,

@@ -217,6 +217,7 @@ coll_result_t coll_engine_start(coll_comm_t *comm, const coll_args_t *args, cons
     req->comm                = comm;
     req->args                = *args;
     req->args.layout         = &comm->layout;
+    req->args.model          = &comm->model;
     req->bufs[COLL_BUF_SEND] = (void *)sendbuf;
     req->bufs[COLL_BUF_RECV] = recvbuf;
     COLL_CHECK_GOTO(engine_sched_get(comm, &req->args, &req->entry), st, err);

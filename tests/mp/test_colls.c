@@ -235,10 +235,11 @@ int main(int argc, char **argv)
     }
     static const int counts[] = {1, 2, 3, 4, 5, 8};
     /* every algorithm of the collective, through COLL_ALGO (NULL: the automatic choice) */
-    static const char *const ar_algos[]   = {NULL, "recursive_doubling", "rabenseifner", "dbtree"};
+    static const char *const ar_algos[]   = {NULL, "recursive_doubling", "rabenseifner", "dbtree",
+                                             "hier"};
     static const char *const tree_algos[] = {NULL, "tree"};
-    static const char *const rs_algos[]   = {NULL, "recursive_halving"};
-    static const char *const ag_algos[]   = {NULL, "bruck"};
+    static const char *const rs_algos[]   = {NULL, "recursive_halving", "hier"};
+    static const char *const ag_algos[]   = {NULL, "bruck", "hier"};
     static const char *const no_algos[]   = {NULL};
     const char *const       *algos        = no_algos;
     int                      nalgos       = 1;

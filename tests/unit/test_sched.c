@@ -457,25 +457,62 @@ static void sweep_shape(const tcase_t *shape, int quick)
     }
 }
 
+/* Host layouts a composed algorithm is tried on: blocks of consecutive ranks and ranks dealt
+ * round-robin, in 2 hosts and (when they divide) 4; empty for a flat algorithm (NULL layout). */
+static int sweep_layouts(const coll_algo_t *a, int n, coll_layout_t *ls, int max)
+{
+    int k = 0;
+
+    if (strcmp(a->name, "hier") != 0) {
+        return 0;
+    }
+    for (int h = 2; h <= 4 && k + 2 <= max; h *= 2) {
+        uint64_t keys[MAX_RANKS];
+        if (n % h != 0 || n / h < 2) {
+            continue;
+        }
+        ASSERT_OK(coll_layout_init_blocks(&ls[k++], n, h));
+        for (int r = 0; r < n; r++) {
+            keys[r] = (uint64_t)(r % h);
+        }
+        ASSERT_OK(coll_layout_init(&ls[k++], n, keys));
+    }
+    return k;
+}
+
 static void sweep_coll(const coll_algo_t *a, coll_op_t coll, int quick)
 {
     for (size_t ni = 0; ni < COLL_ARRAY_SIZE(rank_counts); ni++) {
-        for (size_t ci = 0; ci < COLL_ARRAY_SIZE(chunk_sizes); ci++) {
-            for (size_t di = 0; di < COLL_ARRAY_SIZE(dtypes); di++) {
-                int     n  = rank_counts[ni];
-                tcase_t tc = {.algo = a, .nranks = n};
-                size_t  counts[8];
-                int nc = make_counts(coll, n, chunk_sizes[ci], coll_dtype_size(dtypes[di]), counts);
+        coll_layout_t layouts[4];
+        int           n    = rank_counts[ni];
+        int           nl   = sweep_layouts(a, n, layouts, 4);
+        int           flat = strcmp(a->name, "hier") != 0;
 
-                for (int k = 0; k < nc && !(coll == COLL_OP_SEND && n == 1); k++) {
-                    tc.args = (coll_args_t){.coll        = coll,
-                                            .count       = counts[k],
-                                            .dtype       = dtypes[di],
-                                            .root        = -1,
-                                            .chunk_bytes = chunk_sizes[ci]};
-                    sweep_shape(&tc, quick);
+        for (int li = 0; li < (flat ? 1 : nl); li++) {
+            for (size_t ci = 0; ci < COLL_ARRAY_SIZE(chunk_sizes); ci++) {
+                for (size_t di = 0; di < COLL_ARRAY_SIZE(dtypes); di++) {
+                    tcase_t tc = {.algo = a, .nranks = n};
+                    size_t  counts[8];
+                    int     nc =
+                        make_counts(coll, n, chunk_sizes[ci], coll_dtype_size(dtypes[di]), counts);
+
+                    for (int k = 0; k < nc && !(coll == COLL_OP_SEND && n == 1); k++) {
+                        tc.args = (coll_args_t){.coll        = coll,
+                                                .count       = counts[k],
+                                                .dtype       = dtypes[di],
+                                                .root        = -1,
+                                                .chunk_bytes = chunk_sizes[ci],
+                                                .layout      = flat ? NULL : &layouts[li]};
+                        if (!flat && !a->supported(n, &tc.args)) {
+                            continue; /* e.g. fewer elements than ranks per host */
+                        }
+                        sweep_shape(&tc, quick);
+                    }
                 }
             }
+        }
+        for (int li = 0; li < nl; li++) {
+            coll_layout_fini(&layouts[li]);
         }
     }
 }
