@@ -55,8 +55,9 @@ struct coll_comm {
     void                    *scratch_spare; /* a finished request's scratch, kept for reuse */
     size_t                   scratch_spare_cap;
     char                    *algo_override;
-    coll_layout_t            layout; /* hosts of the ranks (src/api/tune.c) */
-    coll_model_t             model;  /* the tuner's link costs, equal on every rank */
+    coll_layout_t            layout;        /* hosts of the ranks (src/api/tune.c) */
+    coll_model_t             model;         /* the tuner's link costs, equal on every rank */
+    uint32_t choices_logged[COLL_OP_COUNT]; /* by collective: registry bits already logged */
 
     /* errors: first failure wins and is sticky */
     atomic_int    aborted;

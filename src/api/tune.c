@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Building a communicator's layout from the peers' host identities and its cost model from
- * the COLL_INTRA_* / COLL_INTER_* / COLL_REDUCE_BW parameters.
+ * The tuner's inputs for a new communicator: its layout from the peers' host identities, and
+ * its cost model from the COLL_INTRA_* / COLL_INTER_* / COLL_REDUCE_BW parameters or, for a
+ * link whose parameters are not set, from ping-pong measurements between one pair of ranks per
+ * host (intra) and per pair of hosts (inter). Every rank gathers every measurement and takes
+ * the median, so every rank holds the same model and makes the same choices.
  */
 #include "api/tune.h"
 #include "error.h"
@@ -9,7 +12,20 @@
 #include "param.h"
 #include "util.h"
 
-static void tune_from_params(coll_model_t *m)
+#include <stdlib.h>
+#include <string.h>
+
+#define TUNE_SMALL_REPS 16
+#define TUNE_LARGE_REPS 4
+#define TUNE_LARGE      ((size_t)1 << 20)
+
+/* What one rank measured; < 0: not measured by this rank. */
+typedef struct tune_sample {
+    double lat_us[2]; /* [0] intra, [1] inter */
+    double beta[2];   /* us per byte */
+} tune_sample_t;
+
+void coll_model_from_params(coll_model_t *m)
 {
     coll_model_default(m);
     m->intra.alpha_us         = coll_param_time(COLL_P_INTRA_LAT) * 1e6;
@@ -19,11 +35,167 @@ static void tune_from_params(coll_model_t *m)
     m->gamma_us_per_byte      = 1e6 / (double)coll_param_size(COLL_P_REDUCE_BW);
 }
 
+static double tune_median(double *v, int n)
+{
+    for (int i = 1; i < n; i++) { /* insertion sort: n is small */
+        double x = v[i];
+        int    j = i - 1;
+        while (j >= 0 && v[j] > x) {
+            v[j + 1] = v[j];
+            j--;
+        }
+        v[j + 1] = x;
+    }
+    return (n % 2 == 1) ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* One round trip: bytes out, 8 bytes back (the initiator's view, in microseconds). */
+static coll_result_t tune_roundtrip(coll_comm_t *comm, int peer, int initiator, char *buf,
+                                    size_t bytes, double *us_p)
+{
+    double t0 = coll_time_s();
+
+    if (initiator) {
+        COLL_CHECK(coll_send(buf, bytes, COLL_UINT8, peer, comm));
+        COLL_CHECK(coll_recv(buf, 8, COLL_UINT8, peer, comm));
+    } else {
+        COLL_CHECK(coll_recv(buf, bytes, COLL_UINT8, peer, comm));
+        COLL_CHECK(coll_send(buf, 8, COLL_UINT8, peer, comm));
+    }
+    *us_p = (coll_time_s() - t0) * 1e6;
+    return COLL_OK;
+}
+
+/* Latency (half the small round trip) and inverse bandwidth to peer; initiator's results. */
+static coll_result_t tune_pair(coll_comm_t *comm, int peer, int initiator, char *buf, double *lat_p,
+                               double *beta_p)
+{
+    double small[TUNE_SMALL_REPS], large[TUNE_LARGE_REPS], t;
+
+    COLL_CHECK(tune_roundtrip(comm, peer, initiator, buf, 8, &t)); /* warm-up */
+    COLL_CHECK(tune_roundtrip(comm, peer, initiator, buf, TUNE_LARGE, &t));
+    for (int i = 0; i < TUNE_SMALL_REPS; i++) {
+        COLL_CHECK(tune_roundtrip(comm, peer, initiator, buf, 8, &small[i]));
+    }
+    for (int i = 0; i < TUNE_LARGE_REPS; i++) {
+        COLL_CHECK(tune_roundtrip(comm, peer, initiator, buf, TUNE_LARGE, &large[i]));
+    }
+    double rtt = tune_median(small, TUNE_SMALL_REPS);
+    double big = tune_median(large, TUNE_LARGE_REPS);
+    *lat_p     = rtt / 2.0;
+    *beta_p    = (big - rtt) / (double)TUNE_LARGE;
+    if (*beta_p <= 0) {
+        *beta_p = 1e-6; /* faster than we can time: 1 TB/s */
+    }
+    return COLL_OK;
+}
+
+/* This rank's part of the measurements: intra pairs (local ranks 0 and 1 of each host), then
+ * inter pairs (local rank 0 of hosts 2k and 2k+1). */
+static coll_result_t tune_measure(coll_comm_t *comm, const int want[2], tune_sample_t *mine)
+{
+    const coll_layout_t *l = &comm->layout;
+    int                  r = comm->rank, h = l->host_of[r], lr = l->local_rank[r];
+    char                *buf;
+    coll_result_t        st = COLL_OK;
+
+    mine->lat_us[0] = mine->lat_us[1] = mine->beta[0] = mine->beta[1] = -1.0;
+    if ((!want[0] || lr > 1) && (!want[1] || lr != 0)) {
+        return COLL_OK;
+    }
+    buf = coll_calloc(1, TUNE_LARGE, "tuning buffer");
+    if (buf == NULL) {
+        return COLL_ERR_NO_MEMORY;
+    }
+    if (want[0] && lr <= 1) {
+        int peer = coll_layout_rank(l, h, 1 - lr);
+        if (peer >= 0) {
+            st = tune_pair(comm, peer, lr == 0, buf, &mine->lat_us[0], &mine->beta[0]);
+            if (lr != 0) {
+                mine->lat_us[0] = mine->beta[0] = -1.0;
+            }
+        }
+    }
+    if (st == COLL_OK && want[1] && lr == 0 && (h ^ 1) < l->nhosts) {
+        int peer = coll_layout_rank(l, h ^ 1, 0);
+        st       = tune_pair(comm, peer, (h & 1) == 0, buf, &mine->lat_us[1], &mine->beta[1]);
+        if ((h & 1) != 0) {
+            mine->lat_us[1] = mine->beta[1] = -1.0;
+        }
+    }
+    coll_free(buf);
+    return st;
+}
+
+/* Median of every rank's measurement of link k into m; untouched when nobody measured it. */
+static void tune_agree(const tune_sample_t *all, int n, int k, coll_link_model_t *link,
+                       double *vals)
+{
+    int c = 0;
+
+    for (int r = 0; r < n; r++) {
+        if (all[r].lat_us[k] >= 0) {
+            vals[c++] = all[r].lat_us[k];
+        }
+    }
+    if (c == 0) {
+        return;
+    }
+    link->alpha_us = tune_median(vals, c);
+    c              = 0;
+    for (int r = 0; r < n; r++) {
+        if (all[r].beta[k] >= 0) {
+            vals[c++] = all[r].beta[k];
+        }
+    }
+    link->beta_us_per_byte = tune_median(vals, c);
+}
+
+static coll_result_t tune_model(coll_comm_t *comm, double deadline)
+{
+    const coll_layout_t *l = &comm->layout;
+    tune_sample_t        mine, *all;
+    double              *vals;
+    coll_result_t        st;
+    int                  want[2];
+
+    coll_model_from_params(&comm->model);
+    want[0] = l->nranks > l->nhosts &&
+              !(coll_param_is_set(COLL_P_INTRA_LAT) && coll_param_is_set(COLL_P_INTRA_BW));
+    want[1] = l->nhosts > 1 &&
+              !(coll_param_is_set(COLL_P_INTER_LAT) && coll_param_is_set(COLL_P_INTER_BW));
+    if (!coll_param_bool(COLL_P_TUNE_MEASURE) || (!want[0] && !want[1])) {
+        return COLL_OK;
+    }
+    COLL_CHECK(tune_measure(comm, want, &mine));
+    all  = coll_calloc((size_t)comm->nranks, sizeof(*all), "tuning samples");
+    vals = coll_calloc((size_t)comm->nranks, sizeof(*vals), "tuning samples");
+    if (all == NULL || vals == NULL) {
+        coll_free(all);
+        coll_free(vals);
+        return COLL_ERR_NO_MEMORY;
+    }
+    st = coll_bootstrap_allgather(comm->bs, &mine, sizeof(mine), all, deadline);
+    if (st == COLL_OK) {
+        coll_link_model_t *links[2] = {&comm->model.intra, &comm->model.inter};
+        for (int k = 0; k < 2; k++) {
+            if (want[k]) {
+                tune_agree(all, comm->nranks, k, links[k], vals);
+            }
+        }
+        /* the measurements were point-to-point traffic: user numbering starts afresh */
+        memset(comm->send_seq, 0, (size_t)comm->nranks * sizeof(uint32_t));
+        memset(comm->recv_seq, 0, (size_t)comm->nranks * sizeof(uint32_t));
+    }
+    coll_free(all);
+    coll_free(vals);
+    return st;
+}
+
 coll_result_t coll_tune_init(coll_comm_t *comm, double deadline)
 {
     uint64_t *keys = coll_calloc((size_t)comm->nranks, sizeof(*keys), "host keys");
 
-    (void)deadline;
     if (keys == NULL) {
         return COLL_ERR_NO_MEMORY;
     }
@@ -33,7 +205,7 @@ coll_result_t coll_tune_init(coll_comm_t *comm, double deadline)
     coll_result_t st = coll_layout_init(&comm->layout, comm->nranks, keys);
     coll_free(keys);
     COLL_CHECK(st);
-    tune_from_params(&comm->model);
+    COLL_CHECK(tune_model(comm, deadline));
     coll_info(ALGO,
               "rank %d: %d host(s), %d rank(s) per host; model: intra %.1f us %.2f GB/s, inter "
               "%.1f us %.2f GB/s, reduce %.2f GB/s",

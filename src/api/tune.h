@@ -9,6 +9,9 @@
 
 #include "api/comm.h"
 
+/* The model the parameters describe (defaults where unset); nothing measured. */
+void coll_model_from_params(coll_model_t *m);
+
 /* After the transports are connected: fills comm->layout and comm->model. Collective. */
 coll_result_t coll_tune_init(coll_comm_t *comm, double deadline);
 

@@ -54,6 +54,35 @@ void coll_engine_cache_clear(coll_comm_t *comm)
     }
 }
 
+/* COLL_DEBUG=INFO: each (collective, algorithm) choice once per communicator, with the size
+ * that first led to it and the prediction behind it. */
+static void engine_log_choice(coll_comm_t *comm, const coll_args_t *args, const coll_algo_t *algo,
+                              double cost)
+{
+    int idx = -1;
+
+    for (int i = 0; i < coll_algo_registry_count() && i < 32; i++) {
+        if (coll_algo_registry_get(i) == algo) {
+            idx = i;
+        }
+    }
+    if (idx < 0 || (unsigned)args->coll >= COLL_OP_COUNT ||
+        (comm->choices_logged[args->coll] & (1u << idx)) != 0) {
+        return;
+    }
+    comm->choices_logged[args->coll] |= 1u << idx;
+    if (cost < 0) {
+        coll_info(ALGO, "rank %d: %s of %zu bytes (%s): %s, forced by COLL_ALGO", comm->rank,
+                  coll_op_name(args->coll), args->count * coll_dtype_size(args->dtype),
+                  coll_dtype_name(args->dtype), algo->name);
+    } else {
+        coll_info(ALGO, "rank %d: %s of %zu bytes (%s): %s, predicted %.1f us (%d ranks, %d hosts)",
+                  comm->rank, coll_op_name(args->coll), args->count * coll_dtype_size(args->dtype),
+                  coll_dtype_name(args->dtype), algo->name, cost, comm->nranks,
+                  comm->layout.nhosts);
+    }
+}
+
 static coll_result_t engine_build(coll_comm_t *comm, const coll_args_t *args,
                                   coll_sched_entry_t **entry_p)
 {
@@ -66,6 +95,7 @@ static coll_result_t engine_build(coll_comm_t *comm, const coll_args_t *args,
         return coll_comm_fail(comm, COLL_ERR_INTERNAL, "no algorithm implements %s",
                               coll_op_name(args->coll));
     }
+    engine_log_choice(comm, args, algo, cost);
     coll_sched_entry_t *e = coll_calloc(1, sizeof(*e), "schedule");
     if (e == NULL) {
         return COLL_ERR_NO_MEMORY;
