@@ -1,13 +1,13 @@
 # SPDX-License-Identifier: MIT
 # bench/local.mk -- collbench (the nccl-tests-compatible benchmark, public API only), its man
-# page and plot script, and the Open MPI comparison program, which is built only on request
-# (make bench-mpi) and only where configure found mpicc.
+# page, the plot and algorithm-sweep scripts, and the Open MPI comparison program, which is
+# built only on request (make bench-mpi) and only where configure found mpicc.
 bin_PROGRAMS += collbench
 collbench_SOURCES = bench/collbench.c bench/collbench_ops.c bench/collbench_out.c bench/collbench.h
 collbench_LDADD = libcoll.la
 man_MANS += man/man1/collbench.1
 EXTRA_DIST += man/man1/collbench.1.in bench/README.md bench/plot_busbw.sh \
-    bench/mpi_allreduce_bench.c
+    bench/algo_sweep.sh bench/mpi_allreduce_bench.c
 
 # MPI_Allreduce with collbench's sweep and columns: make bench-mpi, then
 # mpirun -np 4 bench/mpi_allreduce_bench -b 8 -e 64M -f 4

@@ -80,3 +80,5 @@ dist_check_SCRIPTS += tests/docs/check-getenv.sh tests/docs/check-format.sh test
     tests/mp/test_multihost.sh tests/tools/test_netns.sh
 TESTS += tests/docs/check-getenv.sh tests/docs/check-format.sh tests/tools/test_launchers.sh \
     tests/mp/test_multihost.sh tests/tools/test_netns.sh
+# Sourced by test_netns.sh and bench/algo_sweep.sh: hosts as network namespaces.
+EXTRA_DIST += tests/tools/netns_lib.sh
