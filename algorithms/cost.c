@@ -55,19 +55,51 @@ const coll_link_model_t *coll_cost_flat_link(const coll_args_t *args, const coll
     return cost_multihost(args) ? &m->inter : &m->intra;
 }
 
-const coll_link_model_t *coll_cost_xor_link(const coll_args_t *args, const coll_model_t *m, int p,
-                                            int dist)
+/* The slowest link of a round where every rank r < p with a partner q = peer(r) sends to it:
+ * inter-host if any pair crosses hosts, with its bandwidth shared by the crossing streams of
+ * the busiest host (one network link per host). */
+static coll_link_model_t cost_round_link(const coll_args_t *args, const coll_model_t *m, int p,
+                                         int (*peer)(int r, int n, int arg), int arg)
 {
+    const coll_layout_t *l = args->layout;
+    coll_link_model_t    link;
+    int                  busiest = 0;
+
     if (!cost_multihost(args)) {
-        return &m->intra;
+        return m->intra;
     }
-    for (int r = 0; r < p && r < args->layout->nranks; r++) {
-        int q = r ^ dist;
-        if (q < args->layout->nranks && coll_cost_link(args, m, r, q) == &m->inter) {
-            return &m->inter;
+    for (int h = 0; h < l->nhosts; h++) {
+        int crossing = 0;
+        for (int i = l->host_start[h]; i < l->host_start[h + 1]; i++) {
+            int r = l->host_ranks[i], q = (r < p) ? peer(r, l->nranks, arg) : -1;
+            crossing += q >= 0 && q < l->nranks && l->host_of[q] != h;
         }
+        busiest = (crossing > busiest) ? crossing : busiest;
     }
-    return &m->intra;
+    if (busiest == 0) {
+        return m->intra;
+    }
+    link = m->inter;
+    link.beta_us_per_byte *= busiest;
+    return link;
+}
+
+static int cost_xor_peer(int r, int n, int dist)
+{
+    (void)n;
+    return r ^ dist;
+}
+
+static int cost_ring_peer(int r, int n, int unused)
+{
+    (void)unused;
+    return (r + 1) % n;
+}
+
+coll_link_model_t coll_cost_xor_link(const coll_args_t *args, const coll_model_t *m, int p,
+                                     int dist)
+{
+    return cost_round_link(args, m, p, cost_xor_peer, dist);
 }
 
 /* ---- ring / chain ---- */
@@ -77,7 +109,8 @@ const coll_link_model_t *coll_cost_xor_link(const coll_args_t *args, const coll_
  * chunk per chunk time. */
 double coll_cost_ring(int nranks, const coll_args_t *args, const coll_model_t *m)
 {
-    const coll_link_model_t *l = coll_cost_flat_link(args, m);
+    coll_link_model_t        link = cost_round_link(args, m, nranks, cost_ring_peer, 0);
+    const coll_link_model_t *l    = &link;
     double                   n = nranks, bytes = coll_cost_bytes(args), k, chunk;
 
     if (nranks <= 1) {
@@ -134,7 +167,8 @@ double coll_cost_rd(int nranks, const coll_args_t *args, const coll_model_t *m)
     double bytes = coll_cost_bytes(args), t = 0.0;
 
     for (int k = 0; k < lg; k++) {
-        const coll_link_model_t *l = coll_cost_xor_link(args, m, p, 1 << k);
+        coll_link_model_t        link = coll_cost_xor_link(args, m, p, 1 << k);
+        const coll_link_model_t *l    = &link;
         t += l->alpha_us + bytes * (l->beta_us_per_byte + m->gamma_us_per_byte);
     }
     return t + cost_fold(nranks, p, bytes, args, m);
@@ -151,7 +185,8 @@ double coll_cost_rab(int nranks, const coll_args_t *args, const coll_model_t *m)
         return 0.0;
     }
     for (int k = lg - 1; k >= 0; k--) {
-        const coll_link_model_t *l = coll_cost_xor_link(args, m, p, 1 << k);
+        coll_link_model_t        link = coll_cost_xor_link(args, m, p, 1 << k);
+        const coll_link_model_t *l    = &link;
         part /= 2.0;
         t += 2.0 * (l->alpha_us + COST_RAB_BW_PENALTY * part * l->beta_us_per_byte) +
              part * m->gamma_us_per_byte;
@@ -207,7 +242,8 @@ double coll_cost_rh(int nranks, const coll_args_t *args, const coll_model_t *m)
         return 0.0;
     }
     for (int k = lg - 1; k >= 0; k--) {
-        const coll_link_model_t *l = coll_cost_xor_link(args, m, p, 1 << k);
+        coll_link_model_t        link = coll_cost_xor_link(args, m, p, 1 << k);
+        const coll_link_model_t *l    = &link;
         part /= 2.0;
         t += l->alpha_us + part * (l->beta_us_per_byte + m->gamma_us_per_byte);
     }

@@ -15,9 +15,10 @@ const coll_link_model_t *coll_cost_link(const coll_args_t *args, const coll_mode
                                         int b);
 /* The slowest link a ring or tree over every rank uses: inter-host once the ranks span hosts. */
 const coll_link_model_t *coll_cost_flat_link(const coll_args_t *args, const coll_model_t *m);
-/* The link of a round in which rank r talks to r ^ dist, for r < p: inter-host if any does. */
-const coll_link_model_t *coll_cost_xor_link(const coll_args_t *args, const coll_model_t *m, int p,
-                                            int dist);
+/* The link of a round in which rank r talks to r ^ dist, for r < p: inter-host if any pair
+ * crosses hosts, its bandwidth shared by the busiest host's crossing streams. */
+coll_link_model_t coll_cost_xor_link(const coll_args_t *args, const coll_model_t *m, int p,
+                                     int dist);
 
 double coll_cost_ring(int nranks, const coll_args_t *args, const coll_model_t *m);
 double coll_cost_rd(int nranks, const coll_args_t *args, const coll_model_t *m);

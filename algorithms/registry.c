@@ -77,23 +77,32 @@ static int rd_supported(int nranks, const coll_args_t *args)
     return nranks >= 1 && args->coll == COLL_OP_ALLREDUCE && coll_dtype_size(args->dtype) != 0;
 }
 
-/* Halving and doubling: 2 log2(p) messages, 2 (p-1)/p of the data; plus the fold. */
-/* ---- trees ---- */
-
-static int dbtree_supported(int nranks, const coll_args_t *args)
-{
-    return nranks >= 1 && args->coll == COLL_OP_ALLREDUCE && coll_dtype_size(args->dtype) != 0;
-}
+/* ---- trees: allreduce through the double binary tree (as NCCL's "Tree"), broadcast and
+ * reduce along one binary tree ---- */
 
 static int tree_supported(int nranks, const coll_args_t *args)
 {
-    return nranks >= 1 && coll_dtype_size(args->dtype) != 0 &&
-           (args->coll == COLL_OP_BROADCAST || args->coll == COLL_OP_REDUCE) && args->root >= 0 &&
+    if (nranks < 1 || coll_dtype_size(args->dtype) == 0) {
+        return 0;
+    }
+    if (args->coll == COLL_OP_ALLREDUCE) {
+        return 1;
+    }
+    return (args->coll == COLL_OP_BROADCAST || args->coll == COLL_OP_REDUCE) && args->root >= 0 &&
            args->root < nranks;
+}
+
+static double tree_cost(int nranks, const coll_args_t *args, const coll_model_t *m)
+{
+    return (args->coll == COLL_OP_ALLREDUCE) ? coll_cost_dbtree(nranks, args, m)
+                                             : coll_cost_tree(nranks, args, m);
 }
 
 static coll_result_t tree_build(int rank, int nranks, const coll_args_t *args, coll_sched_t *s)
 {
+    if (args->coll == COLL_OP_ALLREDUCE) {
+        return coll_dbtree_allreduce_build(rank, nranks, args, s);
+    }
     if (args->coll == COLL_OP_BROADCAST) {
         return coll_tree_broadcast_build(rank, nranks, args, s);
     }
@@ -153,49 +162,37 @@ static const coll_algo_t algo_table[] = {
      .supported = ring_supported,
      .cost_us   = coll_cost_ring,
      .build     = ring_build},
-    {.name  = "recursive_doubling",
-     .desc  = "allreduce in log2 n rounds of full-vector exchanges (only via COLL_ALGO for now)",
-     .colls = ALGO_BIT(COLL_OP_ALLREDUCE),
-     .forced_only = 1,
-     .supported   = rd_supported,
-     .cost_us     = coll_cost_rd,
-     .build       = coll_rd_allreduce_build},
-    {.name        = "rabenseifner",
-     .desc        = "halving reduce-scatter + doubling allgather (only via COLL_ALGO for now)",
-     .colls       = ALGO_BIT(COLL_OP_ALLREDUCE),
-     .forced_only = 1,
-     .supported   = rd_supported,
-     .cost_us     = coll_cost_rab,
-     .build       = coll_rab_allreduce_build},
-    {.name        = "dbtree",
-     .desc        = "allreduce: halves reduced and broadcast through two complementary binary "
-                    "trees, chunk-pipelined (only via COLL_ALGO for now)",
-     .colls       = ALGO_BIT(COLL_OP_ALLREDUCE),
-     .forced_only = 1,
-     .supported   = dbtree_supported,
-     .cost_us     = coll_cost_dbtree,
-     .build       = coll_dbtree_allreduce_build},
-    {.name        = "tree",
-     .desc        = "binary tree broadcast/reduce, chunk-pipelined (only via COLL_ALGO for now)",
-     .colls       = ALGO_BIT(COLL_OP_BROADCAST) | ALGO_BIT(COLL_OP_REDUCE),
-     .forced_only = 1,
-     .supported   = tree_supported,
-     .cost_us     = coll_cost_tree,
-     .build       = tree_build},
-    {.name        = "recursive_halving",
-     .desc        = "reduce_scatter in log2 n halving rounds (only via COLL_ALGO for now)",
-     .colls       = ALGO_BIT(COLL_OP_REDUCE_SCATTER),
-     .forced_only = 1,
-     .supported   = rh_supported,
-     .cost_us     = coll_cost_rh,
-     .build       = coll_rh_reduce_scatter_build},
-    {.name        = "bruck",
-     .desc        = "allgather in ceil(log2 n) rounds, any n (only via COLL_ALGO for now)",
-     .colls       = ALGO_BIT(COLL_OP_ALLGATHER),
-     .forced_only = 1,
-     .supported   = bruck_supported,
-     .cost_us     = coll_cost_bruck,
-     .build       = coll_bruck_allgather_build},
+    {.name      = "recursive_doubling",
+     .desc      = "allreduce in log2 n rounds of full-vector exchanges",
+     .colls     = ALGO_BIT(COLL_OP_ALLREDUCE),
+     .supported = rd_supported,
+     .cost_us   = coll_cost_rd,
+     .build     = coll_rd_allreduce_build},
+    {.name      = "rabenseifner",
+     .desc      = "halving reduce-scatter + doubling allgather",
+     .colls     = ALGO_BIT(COLL_OP_ALLREDUCE),
+     .supported = rd_supported,
+     .cost_us   = coll_cost_rab,
+     .build     = coll_rab_allreduce_build},
+    {.name  = "tree",
+     .desc  = "allreduce: halves reduced and broadcast through two complementary binary trees; "
+              "broadcast/reduce: one binary tree; chunk-pipelined",
+     .colls = ALGO_BIT(COLL_OP_ALLREDUCE) | ALGO_BIT(COLL_OP_BROADCAST) | ALGO_BIT(COLL_OP_REDUCE),
+     .supported = tree_supported,
+     .cost_us   = tree_cost,
+     .build     = tree_build},
+    {.name      = "recursive_halving",
+     .desc      = "reduce_scatter in log2 n halving rounds",
+     .colls     = ALGO_BIT(COLL_OP_REDUCE_SCATTER),
+     .supported = rh_supported,
+     .cost_us   = coll_cost_rh,
+     .build     = coll_rh_reduce_scatter_build},
+    {.name      = "bruck",
+     .desc      = "allgather in ceil(log2 n) rounds, any n",
+     .colls     = ALGO_BIT(COLL_OP_ALLGATHER),
+     .supported = bruck_supported,
+     .cost_us   = coll_cost_bruck,
+     .build     = coll_bruck_allgather_build},
     {.name  = "hier",
      .desc  = "hierarchical: intra-host reduce_scatter/allgather around one inter-host rail "
               "per local rank (>= 2 hosts with equal rank counts)",

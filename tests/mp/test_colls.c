@@ -235,7 +235,7 @@ int main(int argc, char **argv)
     }
     static const int counts[] = {1, 2, 3, 4, 5, 8};
     /* every algorithm of the collective, through COLL_ALGO (NULL: the automatic choice) */
-    static const char *const ar_algos[]   = {NULL, "recursive_doubling", "rabenseifner", "dbtree",
+    static const char *const ar_algos[]   = {NULL, "recursive_doubling", "rabenseifner", "tree",
                                              "hier"};
     static const char *const tree_algos[] = {NULL, "tree"};
     static const char *const rs_algos[]   = {NULL, "recursive_halving", "hier"};

@@ -687,7 +687,7 @@ static void run_identity(const coll_algo_t *algo, int n, coll_dtype_t dt, coll_r
 
 static void test_bit_identity(void)
 {
-    static const char *const  algos[]  = {"ring", "recursive_doubling", "rabenseifner", "dbtree"};
+    static const char *const  algos[]  = {"ring", "recursive_doubling", "rabenseifner", "tree"};
     static const size_t       counts[] = {1, 7, 37, 200};
     static const coll_redop_t ops[]    = {COLL_SUM, COLL_AVG};
 
@@ -964,7 +964,7 @@ static const coll_model_t *default_model(void)
 }
 #define NULL_MODEL default_model()
 
-/* The cost model's favourite allreduce, forced-only algorithms included. */
+/* The cost model's favourite for a call, by brute force over the registry. */
 static const coll_algo_t *algo_cheapest(int n, const coll_args_t *a)
 {
     const coll_algo_t *best      = NULL;
@@ -985,7 +985,7 @@ static const coll_algo_t *algo_cheapest(int n, const coll_args_t *a)
 
 static void test_registry_sizes(void)
 {
-    static const int ns[] = {4, 6, 8, 16}; /* 6: the fold costs more than the ring at 256 KiB */
+    static const int ns[] = {4, 6, 8, 16};
     coll_args_t      a    = {.coll        = COLL_OP_ALLREDUCE,
                              .dtype       = COLL_FLOAT32,
                              .op          = COLL_SUM,
@@ -997,25 +997,62 @@ static void test_registry_sizes(void)
 
         a.count = 2; /* 8 bytes */
         small   = algo_cheapest(ns[i], &a);
+        ASSERT_TRUE(coll_algo_select(ns[i], &a, NULL, NULL, NULL) == small);
         a.count = 64 << 10; /* 256 KiB */
         medium  = algo_cheapest(ns[i], &a);
+        ASSERT_TRUE(coll_algo_select(ns[i], &a, NULL, NULL, NULL) == medium);
         a.count = 16 << 20; /* 64 MiB */
         large   = algo_cheapest(ns[i], &a);
+        ASSERT_TRUE(coll_algo_select(ns[i], &a, NULL, NULL, NULL) == large);
         if (verbose) {
             printf("n=%d: 8 B %s, 256 KiB %s, 64 MiB %s\n", ns[i], small->name, medium->name,
                    large->name);
         }
+        /* latency-bound: fewest rounds; bandwidth-bound: a bandwidth-optimal algorithm */
         ASSERT_TRUE(strcmp(small->name, "recursive_doubling") == 0);
-        ASSERT_TRUE(strcmp(medium->name, ns[i] == 6 ? "ring" : "rabenseifner") == 0);
-        ASSERT_TRUE(strcmp(large->name, "ring") == 0);
-        /* forced-only algorithms are never the automatic choice */
-        ASSERT_TRUE(strcmp(coll_algo_select(ns[i], &a, NULL, NULL, NULL)->name, "ring") == 0);
-        a.count = 2;
-        ASSERT_TRUE(strcmp(coll_algo_select(ns[i], &a, NULL, NULL, NULL)->name, "ring") == 0);
+        ASSERT_TRUE(strcmp(large->name, "ring") == 0 || strcmp(large->name, "rabenseifner") == 0);
     }
     a.count = 2;
     ASSERT_TRUE(coll_algo_select(8, &a, "allreduce:rabenseifner", NULL, NULL) ==
                 coll_algo_registry_find("rabenseifner"));
+}
+
+/* Across hosts with a slow network the hierarchical algorithm takes the large messages; on one
+ * host it never runs. */
+static void test_registry_hosts(void)
+{
+    coll_model_t  m;
+    coll_layout_t l2, l1;
+    coll_args_t   a = {.coll        = COLL_OP_ALLREDUCE,
+                       .count       = 4 << 20, /* 16 MiB */
+                       .dtype       = COLL_FLOAT32,
+                       .op          = COLL_SUM,
+                       .root        = -1,
+                       .chunk_bytes = 256 << 10};
+    double        hier_cost, ring_cost;
+
+    coll_model_default(&m);
+    m.inter.beta_us_per_byte = 1e6 / 125e6; /* 1 Gbit/s */
+    ASSERT_OK(coll_layout_init_blocks(&l2, 4, 2));
+    ASSERT_OK(coll_layout_init_blocks(&l1, 4, 1));
+    ASSERT_TRUE(l2.nhosts == 2 && l2.local_size == 2 && l2.contiguous);
+    a.layout  = &l2;
+    hier_cost = coll_algo_registry_find("hier")->cost_us(4, &a, &m);
+    ring_cost = coll_algo_registry_find("ring")->cost_us(4, &a, &m);
+    ASSERT_TRUE(strcmp(coll_algo_select(4, &a, NULL, &m, NULL)->name, "hier") == 0);
+    /* the ring crosses the slow link with 2 (n-1)/n of the data, hier with the whole vector */
+    ASSERT_TRUE(ring_cost > 1.3 * hier_cost);
+    a.coll  = COLL_OP_REDUCE_SCATTER;
+    a.count = 1 << 20;
+    ASSERT_TRUE(strcmp(coll_algo_select(4, &a, NULL, &m, NULL)->name, "hier") == 0);
+    a.layout = &l1;
+    for (int c = 0; c < 2; c++) {
+        a.coll = c == 0 ? COLL_OP_ALLREDUCE : COLL_OP_ALLGATHER;
+        ASSERT_TRUE(strcmp(coll_algo_select(4, &a, NULL, &m, NULL)->name, "hier") != 0);
+        ASSERT_TRUE(!coll_algo_registry_find("hier")->supported(4, &a));
+    }
+    coll_layout_fini(&l2);
+    coll_layout_fini(&l1);
 }
 
 static void test_registry(void)
@@ -1060,6 +1097,7 @@ static void test_registry(void)
     ASSERT_TRUE(coll_algo_select(4, &a, "bogus,nocoll:ring,allreduce:bogus", NULL, NULL) ==
                 coll_algo_select(4, &a, NULL, NULL, NULL));
     test_registry_sizes();
+    test_registry_hosts();
     a.coll     = COLL_OP_ALLTOALL;
     a.in_place = 1;
     ASSERT_TRUE(coll_algo_select(4, &a, NULL, NULL, NULL) ==
