@@ -4,7 +4,8 @@
  * its cost model from the COLL_INTRA_* / COLL_INTER_* / COLL_REDUCE_BW parameters or, for a
  * link whose parameters are not set, from ping-pong measurements between one pair of ranks per
  * host (intra) and per pair of hosts (inter). Every rank gathers every measurement and takes
- * the median, so every rank holds the same model and makes the same choices.
+ * the best (smallest) one: a pair disturbed by a process start or a page fault only ever looks
+ * slower, never faster. Every rank then holds the same model and makes the same choices.
  */
 #include "api/tune.h"
 #include "error.h"
@@ -72,7 +73,9 @@ static coll_result_t tune_pair(coll_comm_t *comm, int peer, int initiator, char 
 {
     double small[TUNE_SMALL_REPS], large[TUNE_LARGE_REPS], t;
 
-    COLL_CHECK(tune_roundtrip(comm, peer, initiator, buf, 8, &t)); /* warm-up */
+    for (int i = 0; i < 4; i++) { /* warm-up: connections, caches, first-touch pages */
+        COLL_CHECK(tune_roundtrip(comm, peer, initiator, buf, 8, &t));
+    }
     COLL_CHECK(tune_roundtrip(comm, peer, initiator, buf, TUNE_LARGE, &t));
     for (int i = 0; i < TUNE_SMALL_REPS; i++) {
         COLL_CHECK(tune_roundtrip(comm, peer, initiator, buf, 8, &small[i]));
@@ -127,35 +130,29 @@ static coll_result_t tune_measure(coll_comm_t *comm, const int want[2], tune_sam
     return st;
 }
 
-/* Median of every rank's measurement of link k into m; untouched when nobody measured it. */
-static void tune_agree(const tune_sample_t *all, int n, int k, coll_link_model_t *link,
-                       double *vals)
+/* The best of every rank's measurement of link k; untouched when nobody measured it. */
+static void tune_agree(const tune_sample_t *all, int n, int k, coll_link_model_t *link)
 {
-    int c = 0;
+    double lat = -1.0, beta = -1.0;
 
     for (int r = 0; r < n; r++) {
-        if (all[r].lat_us[k] >= 0) {
-            vals[c++] = all[r].lat_us[k];
+        if (all[r].lat_us[k] >= 0 && (lat < 0 || all[r].lat_us[k] < lat)) {
+            lat = all[r].lat_us[k];
+        }
+        if (all[r].beta[k] >= 0 && (beta < 0 || all[r].beta[k] < beta)) {
+            beta = all[r].beta[k];
         }
     }
-    if (c == 0) {
-        return;
+    if (lat >= 0 && beta >= 0) {
+        link->alpha_us         = lat;
+        link->beta_us_per_byte = beta;
     }
-    link->alpha_us = tune_median(vals, c);
-    c              = 0;
-    for (int r = 0; r < n; r++) {
-        if (all[r].beta[k] >= 0) {
-            vals[c++] = all[r].beta[k];
-        }
-    }
-    link->beta_us_per_byte = tune_median(vals, c);
 }
 
 static coll_result_t tune_model(coll_comm_t *comm, double deadline)
 {
     const coll_layout_t *l = &comm->layout;
     tune_sample_t        mine, *all;
-    double              *vals;
     coll_result_t        st;
     int                  want[2];
 
@@ -168,11 +165,8 @@ static coll_result_t tune_model(coll_comm_t *comm, double deadline)
         return COLL_OK;
     }
     COLL_CHECK(tune_measure(comm, want, &mine));
-    all  = coll_calloc((size_t)comm->nranks, sizeof(*all), "tuning samples");
-    vals = coll_calloc((size_t)comm->nranks, sizeof(*vals), "tuning samples");
-    if (all == NULL || vals == NULL) {
-        coll_free(all);
-        coll_free(vals);
+    all = coll_calloc((size_t)comm->nranks, sizeof(*all), "tuning samples");
+    if (all == NULL) {
         return COLL_ERR_NO_MEMORY;
     }
     st = coll_bootstrap_allgather(comm->bs, &mine, sizeof(mine), all, deadline);
@@ -180,7 +174,7 @@ static coll_result_t tune_model(coll_comm_t *comm, double deadline)
         coll_link_model_t *links[2] = {&comm->model.intra, &comm->model.inter};
         for (int k = 0; k < 2; k++) {
             if (want[k]) {
-                tune_agree(all, comm->nranks, k, links[k], vals);
+                tune_agree(all, comm->nranks, k, links[k]);
             }
         }
         /* the measurements were point-to-point traffic: user numbering starts afresh */
@@ -188,7 +182,6 @@ static coll_result_t tune_model(coll_comm_t *comm, double deadline)
         memset(comm->recv_seq, 0, (size_t)comm->nranks * sizeof(uint32_t));
     }
     coll_free(all);
-    coll_free(vals);
     return st;
 }
 
