@@ -86,11 +86,12 @@ typedef struct collrun_job {
     int                   cause_rank; /* FAILURE: the first failed rank */
     int                   cause_sig;  /* INTERRUPT: the signal received */
     collrun_stage_t       stage;
-    double                stage_deadline; /* GRACE, TERM: when the next stage starts */
-    double                deadline;       /* --timeout, absolute; 0 = none */
-    char                  root_addr[32];  /* COLL_ROOT_ADDR */
-    char                  master_port[8]; /* MASTER_PORT under --torch-env */
-    char                  secret[33];     /* COLL_JOB_SECRET: 32 hex digits */
+    double                stage_deadline;  /* GRACE, TERM: when the next stage starts */
+    double                deadline;        /* --timeout, absolute; 0 = none */
+    char                  root_addr[32];   /* COLL_ROOT_ADDR */
+    int                   port_holders[2]; /* keep the ports reserved; closed at exit */
+    char                  master_port[8];  /* MASTER_PORT under --torch-env */
+    char                  secret[33];      /* COLL_JOB_SECRET: 32 hex digits */
 } collrun_job_t;
 
 /* collrun.c */

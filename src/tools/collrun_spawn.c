@@ -44,21 +44,32 @@ static const char *spawn_stage_names[] = {"setpgid", "redirect stdio", "exec"};
 
 /* ---- job-wide values: root port and secret ---- */
 
-/* Binds n sockets to port 0 of 127.0.0.1 together (so the ports differ) and reads the ports. */
-static int spawn_free_ports(int n, int *ports)
+/*
+ * Binds n sockets to port 0 of 127.0.0.1 together (so the ports differ) and reads the ports.
+ * The first (the bootstrap root's) stays bound (SO_REUSEADDR, never listening) for collrun's
+ * lifetime: the kernel then hands those ports to no outgoing connection, while the ranks (which
+ * bind with SO_REUSEADDR too) can still listen on them. Releasing them before the ranks bind left a
+ * window in which another connection's local port took the root's port ("Address already in use").
+ */
+static int spawn_free_ports(int n, int *ports, int *fds)
 {
     struct sockaddr_in sa;
     socklen_t          len;
-    int                fds[2] = {-1, -1};
-    int                i;
+    int                i, one = 1;
     int                rc = 0;
 
+    for (i = 0; i < n; i++) {
+        fds[i] = -1;
+    }
     for (i = 0; i < n && rc == 0; i++) {
         memset(&sa, 0, sizeof(sa));
         sa.sin_family      = AF_INET;
         sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
         len                = sizeof(sa);
         fds[i]             = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fds[i] >= 0) {
+            setsockopt(fds[i], SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+        }
         if (fds[i] < 0 || bind(fds[i], (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
             getsockname(fds[i], (struct sockaddr *)&sa, &len) != 0) {
             collrun_msg("cannot find a free TCP port on 127.0.0.1: %s", strerror(errno));
@@ -67,9 +78,12 @@ static int spawn_free_ports(int n, int *ports)
             ports[i] = ntohs(sa.sin_port);
         }
     }
-    for (i = 0; i < n; i++) {
+    /* Only the root's port stays held: libcoll binds it with SO_REUSEADDR, a foreign
+     * MASTER_PORT listener may not. */
+    for (i = (rc == 0) ? 1 : 0; i < n; i++) {
         if (fds[i] >= 0) {
             close(fds[i]);
+            fds[i] = -1;
         }
     }
     return rc;
@@ -119,7 +133,7 @@ int collrun_job_prepare(collrun_job_t *job)
     int           ports[2];
     size_t        i;
 
-    if (spawn_free_ports(job->opts->torch_env ? 2 : 1, ports) != 0 ||
+    if (spawn_free_ports(job->opts->torch_env ? 2 : 1, ports, job->port_holders) != 0 ||
         spawn_random(raw, sizeof(raw)) != 0) {
         return -1;
     }
