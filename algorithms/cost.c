@@ -10,6 +10,8 @@
 #include "ring/ring.h"
 #include "tree/tree.h"
 
+#include <stdio.h>
+
 void coll_model_default(coll_model_t *m)
 {
     m->intra.alpha_us         = 4.0;
@@ -17,6 +19,14 @@ void coll_model_default(coll_model_t *m)
     m->inter.alpha_us         = 30.0;
     m->inter.beta_us_per_byte = 1e6 / 1.1e9; /* 10 Gbit/s TCP */
     m->gamma_us_per_byte      = 1e6 / 8e9;
+}
+
+void coll_model_format(const coll_model_t *m, char *buf, size_t len)
+{
+    /* beta is us per byte, so 1e-3 / beta is bytes per ns = GB/s */
+    snprintf(buf, len, "intra %.1f us %.2f GB/s, inter %.1f us %.2f GB/s, reduce %.2f GB/s",
+             m->intra.alpha_us, 1e-3 / m->intra.beta_us_per_byte, m->inter.alpha_us,
+             1e-3 / m->inter.beta_us_per_byte, 1e-3 / m->gamma_us_per_byte);
 }
 
 double coll_cost_bytes(const coll_args_t *args)

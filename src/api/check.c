@@ -5,8 +5,8 @@
  * be silently wrong.
  */
 #include "api/check.h"
+#include "api/tune.h"
 #include "error.h"
-#include "param.h"
 
 #include <stdint.h>
 
@@ -128,9 +128,6 @@ coll_result_t coll_check_call(coll_comm_t *comm, const char *fn, coll_args_t *a,
                                    "%s: count %zu of %s is too large (byte size overflows)", fn,
                                    a->count, coll_dtype_name(a->dtype));
     }
-    a->chunk_bytes = coll_param_size(COLL_P_CHUNK_SIZE);
-    if (a->chunk_bytes < 64) {
-        a->chunk_bytes = 64;
-    }
+    a->chunk_bytes = coll_tune_chunk_bytes();
     return check_buffers(comm, fn, a, sendbuf, recvbuf, sbytes, rbytes);
 }

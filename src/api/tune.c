@@ -8,6 +8,7 @@
  * slower, never faster. Every rank then holds the same model and makes the same choices.
  */
 #include "api/tune.h"
+#include "api/comm.h"
 #include "error.h"
 #include "log.h"
 #include "param.h"
@@ -34,6 +35,13 @@ void coll_model_from_params(coll_model_t *m)
     m->inter.alpha_us         = coll_param_time(COLL_P_INTER_LAT) * 1e6;
     m->inter.beta_us_per_byte = 1e6 / (double)coll_param_size(COLL_P_INTER_BW);
     m->gamma_us_per_byte      = 1e6 / (double)coll_param_size(COLL_P_REDUCE_BW);
+}
+
+size_t coll_tune_chunk_bytes(void)
+{
+    size_t chunk = coll_param_size(COLL_P_CHUNK_SIZE);
+
+    return (chunk < 64) ? 64 : chunk;
 }
 
 static double tune_median(double *v, int n)
@@ -199,11 +207,12 @@ coll_result_t coll_tune_init(coll_comm_t *comm, double deadline)
     coll_free(keys);
     COLL_CHECK(st);
     COLL_CHECK(tune_model(comm, deadline));
-    coll_info(ALGO,
-              "rank %d: %d host(s), %d rank(s) per host; model: intra %.1f us %.2f GB/s, inter "
-              "%.1f us %.2f GB/s, reduce %.2f GB/s",
-              comm->rank, comm->layout.nhosts, comm->layout.local_size, comm->model.intra.alpha_us,
-              1e-3 / comm->model.intra.beta_us_per_byte, comm->model.inter.alpha_us,
-              1e-3 / comm->model.inter.beta_us_per_byte, 1e-3 / comm->model.gamma_us_per_byte);
+    if (coll_log_enabled(COLL_LOG_INFO, COLL_SS_ALGO)) {
+        char model[160];
+
+        coll_model_format(&comm->model, model, sizeof(model));
+        coll_info(ALGO, "rank %d: %d host(s), %d rank(s) per host; model: %s", comm->rank,
+                  comm->layout.nhosts, comm->layout.local_size, model);
+    }
     return COLL_OK;
 }

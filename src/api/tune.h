@@ -2,17 +2,27 @@
 /*
  * The tuner's inputs for one communicator: its layout (hosts) and the cost model (per-link
  * latency and bandwidth, local reduction speed), from parameters or measured at creation and
- * agreed by every rank; and the once-per-choice log of what the tuner picked.
+ * agreed by every rank; and the once-per-choice log of what the tuner picked. collinfo calls
+ * the same functions, so its predictions are the tuner's.
  */
 #ifndef COLL_API_TUNE_H
 #define COLL_API_TUNE_H
 
-#include "api/comm.h"
+#include <stddef.h>
+#include "coll.h"
+#include "model.h"
 
 /* The model the parameters describe (defaults where unset); nothing measured. */
 void coll_model_from_params(coll_model_t *m);
 
 /* After the transports are connected: fills comm->layout and comm->model. Collective. */
 coll_result_t coll_tune_init(coll_comm_t *comm, double deadline);
+
+/* The default model overridden by COLL_INTRA_LAT, COLL_INTRA_BW, COLL_INTER_LAT, COLL_INTER_BW
+ * and COLL_REDUCE_BW: the only place these parameters are read. */
+void coll_model_from_params(coll_model_t *m);
+
+/* The pipeline chunk every call's arguments carry: COLL_CHUNK_SIZE, at least 64 bytes. */
+size_t coll_tune_chunk_bytes(void);
 
 #endif

@@ -196,7 +196,7 @@ int coll_parse_time(const char *text, double *seconds_out)
     return -1;
 }
 
-static int param_parse_int(const char *text, int64_t *out)
+int coll_parse_int(const char *text, int64_t *out)
 {
     const char *p = (text[0] == '-' || text[0] == '+') ? text + 1 : text;
     char       *end;
@@ -238,7 +238,7 @@ static int param_parse(const param_row_t *row, const char *text, param_value_t *
 
     switch (row->type) {
     case PARAM_T_INT:
-        return param_parse_int(text, &val->v.i);
+        return coll_parse_int(text, &val->v.i);
     case PARAM_T_SIZE:
         return coll_parse_size(text, &val->v.size);
     case PARAM_T_TIME:

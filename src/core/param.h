@@ -30,6 +30,7 @@ const char *coll_param_str(coll_param_id_t id);    /* STRING, LIST, ENUM as text
 int         coll_param_is_set(coll_param_id_t id); /* not from the default */
 
 /* Parsers shared with tools and tests: return 0 on success, -1 if text is malformed. */
+int coll_parse_int(const char *text, int64_t *out); /* decimal, optional sign */
 int coll_parse_size(const char *text, size_t *out);
 int coll_parse_time(const char *text, double *seconds_out);
 int coll_parse_bool(const char *text, int *out);

@@ -2,8 +2,11 @@
 /*
  * collinfo: what libcoll sees and would do on this machine: version, every parameter with its
  * value, default, source and help (like ucx_info -c), the transports built in and whether they
- * can run here, and the algorithms. Uses the public API only.
+ * can run here, and the algorithms. This file uses the public API only; the tuner's predictions
+ * ("algos -n N") are in collinfo_algos.c, which calls the library's internals.
  */
+#include "collinfo.h"
+
 #include <coll.h>
 
 #include <stdio.h>
@@ -15,8 +18,9 @@ static void usage(FILE *out)
                  "  (none)            summary: version, transports, algorithms\n"
                  "  -p, params        every parameter: value, default, source, help\n"
                  "  -t, transports    transports built in and whether they are usable here\n"
-                 "  -a, algos         algorithms and the collectives they implement\n"
-                 "  -h, --help        this text\n");
+                 "  -a, algos         algorithms and the collectives they implement\n");
+    collinfo_algos_usage(out);
+    fprintf(out, "  -h, --help        this text\n");
 }
 
 static void print_params(void)
@@ -68,6 +72,8 @@ int main(int argc, char **argv)
         print_params();
     } else if (strcmp(cmd, "-t") == 0 || strcmp(cmd, "transports") == 0) {
         print_transports();
+    } else if ((strcmp(cmd, "-a") == 0 || strcmp(cmd, "algos") == 0) && argc > 2) {
+        return collinfo_algos_main(argc - 1, argv + 1);
     } else if (strcmp(cmd, "-a") == 0 || strcmp(cmd, "algos") == 0) {
         print_algos();
     } else if (cmd[0] == '\0') {

@@ -1,4 +1,6 @@
 # SPDX-License-Identifier: MIT
 bin_PROGRAMS += collinfo
-collinfo_SOURCES = src/tools/collinfo.c
-collinfo_LDADD = libcoll.la
+# The prediction table (collinfo_algos.c) calls the registry, the cost model and the parameter
+# table directly, so collinfo links the convenience library rather than libcoll.so.
+collinfo_SOURCES = src/tools/collinfo.c src/tools/collinfo.h src/tools/collinfo_algos.c
+collinfo_LDADD = libcoll-internal.la -lpthread -lm

@@ -1,0 +1,17 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * collinfo's commands that need the library's internals (collinfo_algos.c); the rest of
+ * collinfo (collinfo.c) uses the public API only.
+ */
+#ifndef COLL_TOOLS_COLLINFO_H
+#define COLL_TOOLS_COLLINFO_H
+
+#include <stdio.h>
+
+/* "collinfo algos -n N ...": argv[0] is the command word. Returns the exit status. */
+int collinfo_algos_main(int argc, char **argv);
+
+/* The options of collinfo_algos_main, for the usage text. */
+void collinfo_algos_usage(FILE *out);
+
+#endif

@@ -1,0 +1,441 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * collinfo algos -n N: the tuner's view of a communicator that does not exist. For N ranks in
+ * H hosts of N/H ranks and a sweep of sizes it prints, per collective, the algorithm the tuner
+ * picks, its predicted time, and the predicted time of every algorithm that implements the
+ * collective. It calls the library's own registry, selection and model-from-parameters code,
+ * so what it prints is what a communicator of that shape would compute; it measures nothing
+ * (collbench does) and starts no process.
+ */
+#include "collinfo.h"
+#include "algo.h"
+#include "api/tune.h"
+#include "param.h"
+
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CI_MAX_SIZES 64
+#define CI_MAX_ALGOS 64
+#define CI_MAX_RANKS (1 << 20)
+#define CI_DTYPE     COLL_FLOAT32
+
+/* ---- options ---- */
+
+typedef struct {
+    int    nranks; /* -n; 0 until given */
+    int    nhosts; /* --hosts */
+    int    coll;   /* --coll, or -1 for every collective */
+    size_t sizes[CI_MAX_SIZES];
+    int    nsizes; /* from --sizes, else 0 and the sweep min..max by factor */
+    size_t min, max, factor;
+    int    sweep_set; /* --min, --max or --factor given */
+    int    csv;
+} ci_opts_t;
+
+/* What every row shares: layout, model, COLL_ALGO, chunk; and the current table's columns. */
+typedef struct {
+    const ci_opts_t   *o;
+    coll_layout_t      layout;
+    coll_model_t       model;
+    const char        *override; /* COLL_ALGO as the library reads it */
+    size_t             chunk;
+    const coll_algo_t *cols[CI_MAX_ALGOS];
+    int                ncols;
+    int                choice_w; /* width of the choice column */
+} ci_ctx_t;
+
+/* One row: the tuner's choice and every column's prediction. */
+typedef struct {
+    size_t             size, count;
+    const coll_algo_t *choice; /* NULL: nothing implements the call */
+    int                forced; /* chosen by COLL_ALGO, not by cost */
+    double             choice_us;
+    int                ok[CI_MAX_ALGOS]; /* the column's algorithm can run the call */
+    double             us[CI_MAX_ALGOS];
+} ci_row_t;
+
+static const struct option ci_longopts[] = {
+    {"nranks", required_argument, NULL, 'n'}, {"hosts", required_argument, NULL, 'H'},
+    {"coll", required_argument, NULL, 'c'},   {"sizes", required_argument, NULL, 's'},
+    {"min", required_argument, NULL, 'b'},    {"max", required_argument, NULL, 'e'},
+    {"factor", required_argument, NULL, 'f'}, {"csv", no_argument, NULL, 'C'},
+    {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
+
+void collinfo_algos_usage(FILE *out)
+{
+    fprintf(out, "  -a, algos -n N [options]\n"
+                 "                    per size: the tuner's choice, its predicted time and the\n"
+                 "                    predicted time of every algorithm (* = only via COLL_ALGO)\n"
+                 "      -n, --nranks N     ranks of the communicator (required)\n"
+                 "      -H, --hosts H      hosts, N/H ranks each; H must divide N (default 1)\n"
+                 "      -c, --coll C       one collective (default: all of them)\n"
+                 "      -s, --sizes LIST   comma-separated sizes in bytes (k, m, g suffixes)\n"
+                 "      -b, --min B        first size of the sweep (default 8)\n"
+                 "      -e, --max B        last size of the sweep (default 256m)\n"
+                 "      -f, --factor F     multiplier between sizes (default 4)\n"
+                 "      --csv              comma-separated values, one header line\n");
+}
+
+/* A usage error: says why on stderr and gives the exit status 2. */
+__attribute__((format(printf, 1, 2))) static int ci_fail(const char *fmt, ...)
+{
+    va_list ap;
+
+    fprintf(stderr, "collinfo algos: ");
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\n(see collinfo --help)\n");
+    return 2;
+}
+
+/* The collectives a table can show: every op up to and including barrier (not send/recv). */
+static int ci_coll_find(const char *name)
+{
+    for (int op = 0; op <= COLL_OP_BARRIER; op++) {
+        if (strcmp(name, coll_op_name((coll_op_t)op)) == 0) {
+            return op;
+        }
+    }
+    return -1;
+}
+
+/* "allreduce reduce_scatter ... barrier" for error messages. */
+static const char *ci_coll_names(void)
+{
+    static char names[256];
+
+    names[0] = '\0';
+    for (int op = 0; op <= COLL_OP_BARRIER; op++) {
+        strncat(names, " ", sizeof(names) - strlen(names) - 1);
+        strncat(names, coll_op_name((coll_op_t)op), sizeof(names) - strlen(names) - 1);
+    }
+    return names;
+}
+
+static int ci_parse_int(const char *text, int lo, int hi, int *v_p)
+{
+    int64_t v;
+
+    if (coll_parse_int(text, &v) != 0 || v < lo || v > hi) {
+        return -1;
+    }
+    *v_p = (int)v;
+    return 0;
+}
+
+static int ci_parse_sizes(ci_opts_t *o, const char *list)
+{
+    char  buf[1024];
+    char *save = NULL;
+
+    if (strlen(list) >= sizeof(buf)) {
+        return ci_fail("--sizes '%s' is too long", list);
+    }
+    strcpy(buf, list);
+    o->nsizes = 0;
+    for (char *t = strtok_r(buf, ",", &save); t != NULL; t = strtok_r(NULL, ",", &save)) {
+        if (o->nsizes == CI_MAX_SIZES) {
+            return ci_fail("--sizes '%s' has more than 64 sizes", list);
+        }
+        if (coll_parse_size(t, &o->sizes[o->nsizes]) != 0) {
+            return ci_fail("--sizes: '%s' is not a size (bytes, with an optional k, m or g)", t);
+        }
+        o->nsizes++;
+    }
+    return o->nsizes > 0 ? 0 : ci_fail("--sizes '%s' names no size", list);
+}
+
+static int ci_parse_opt(ci_opts_t *o, int c, const char *arg)
+{
+    int v;
+
+    switch (c) {
+    case 'n':
+        if (ci_parse_int(arg, 1, CI_MAX_RANKS, &o->nranks) != 0) {
+            return ci_fail("-n '%s': the number of ranks must be an integer in 1..1048576", arg);
+        }
+        return 0;
+    case 'H':
+        if (ci_parse_int(arg, 1, CI_MAX_RANKS, &o->nhosts) != 0) {
+            return ci_fail("--hosts '%s': the number of hosts must be a positive integer", arg);
+        }
+        return 0;
+    case 'c':
+        o->coll = ci_coll_find(arg);
+        return o->coll >= 0 ? 0
+                            : ci_fail("--coll: unknown collective '%s' (expected one of%s)", arg,
+                                      ci_coll_names());
+    case 's':
+        return ci_parse_sizes(o, arg);
+    case 'b':
+    case 'e':
+        o->sweep_set = 1;
+        if (coll_parse_size(arg, c == 'b' ? &o->min : &o->max) != 0) {
+            return ci_fail("'%s' is not a size (bytes, with an optional k, m or g)", arg);
+        }
+        return 0;
+    case 'f':
+        o->sweep_set = 1;
+        if (ci_parse_int(arg, 2, 1 << 20, &v) != 0) {
+            return ci_fail("--factor '%s': expected an integer >= 2", arg);
+        }
+        o->factor = (size_t)v;
+        return 0;
+    case 'C':
+        o->csv = 1;
+        return 0;
+    default:
+        return ci_fail("invalid option");
+    }
+}
+
+/* min, min*f, min*f^2, ... up to max, and max itself when the steps do not land on it. */
+static int ci_sweep(ci_opts_t *o)
+{
+    if (o->min == 0 || o->min > o->max) {
+        return ci_fail("the sweep needs 0 < --min <= --max (got %zu and %zu)", o->min, o->max);
+    }
+    for (size_t s = o->min;; s *= o->factor) {
+        if (o->nsizes == CI_MAX_SIZES - 1) {
+            return ci_fail("the sweep has more than 63 sizes; raise --factor");
+        }
+        o->sizes[o->nsizes++] = s;
+        if (s > o->max / o->factor) {
+            break;
+        }
+    }
+    if (o->sizes[o->nsizes - 1] != o->max) {
+        o->sizes[o->nsizes++] = o->max;
+    }
+    return 0;
+}
+
+static int ci_parse_args(int argc, char **argv, ci_opts_t *o)
+{
+    int c, st;
+
+    *o     = (ci_opts_t){.nhosts = 1, .coll = -1, .min = 8, .max = (size_t)256 << 20, .factor = 4};
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "n:H:c:s:b:e:f:h", ci_longopts, NULL)) != -1) {
+        if (c == '?') {
+            return 2; /* getopt printed why */
+        }
+        if (c == 'h') {
+            collinfo_algos_usage(stdout);
+            return -1;
+        }
+        if ((st = ci_parse_opt(o, c, optarg)) != 0) {
+            return st;
+        }
+    }
+    if (optind < argc) {
+        return ci_fail("unexpected argument '%s'", argv[optind]);
+    }
+    if (o->nranks == 0) {
+        return ci_fail("-n NRANKS is required for the prediction table");
+    }
+    if (o->nranks % o->nhosts != 0) {
+        return ci_fail("--hosts %d does not divide -n %d: every host holds the same number of "
+                       "ranks",
+                       o->nhosts, o->nranks);
+    }
+    if (o->nsizes > 0 && o->sweep_set) {
+        return ci_fail("--sizes and --min/--max/--factor exclude each other");
+    }
+    return o->nsizes > 0 ? 0 : ci_sweep(o);
+}
+
+/* ---- predictions ---- */
+
+/* Elements per call for a size in bytes, as collbench counts them: size is the vector for
+ * allreduce, broadcast and reduce, the whole send buffer of reduce_scatter and alltoall and
+ * the whole receive buffer of allgather, so those divide it among the ranks. */
+static size_t ci_count(int coll, size_t size, int nranks)
+{
+    size_t n = size / coll_dtype_size(CI_DTYPE);
+
+    if (coll == COLL_OP_BARRIER) {
+        return 0;
+    }
+    if (coll == COLL_OP_REDUCE_SCATTER || coll == COLL_OP_ALLGATHER || coll == COLL_OP_ALLTOALL) {
+        n /= (size_t)nranks;
+    }
+    return (n == 0 && size > 0) ? 1 : n;
+}
+
+static void ci_row(const ci_ctx_t *x, int coll, size_t size, ci_row_t *r)
+{
+    int         n    = x->o->nranks;
+    coll_args_t args = {.coll  = (coll_op_t)coll,
+                        .count = ci_count(coll, size, n),
+                        .dtype = CI_DTYPE,
+                        .op    = COLL_SUM,
+                        .root  = (coll == COLL_OP_BROADCAST || coll == COLL_OP_REDUCE) ? 0 : -1,
+                        .chunk_bytes = x->chunk,
+                        .layout      = &x->layout};
+    double      cost;
+
+    r->size  = size;
+    r->count = args.count;
+    for (int i = 0; i < x->ncols; i++) {
+        r->ok[i] = coll_algo_applies(x->cols[i], n, &args);
+        r->us[i] = r->ok[i] ? x->cols[i]->cost_us(n, &args, &x->model) : 0.0;
+    }
+    r->choice    = coll_algo_select(n, &args, x->override, &x->model, &cost);
+    r->forced    = r->choice != NULL && cost < 0;
+    r->choice_us = r->forced ? r->choice->cost_us(n, &args, &x->model) : cost;
+}
+
+/* The algorithm columns: every algorithm implementing one of the collectives in mask. */
+static void ci_columns(ci_ctx_t *x, uint32_t mask)
+{
+    x->ncols    = 0;
+    x->choice_w = 6;
+    for (int i = 0; i < coll_algo_registry_count() && x->ncols < CI_MAX_ALGOS; i++) {
+        const coll_algo_t *a = coll_algo_registry_get(i);
+        /* room for "(forced)" when COLL_ALGO may force a choice */
+        int w = (int)strlen(a->name) + (coll_param_is_set(COLL_P_ALGO) ? 8 : 0);
+
+        if ((a->colls & mask) != 0) {
+            x->cols[x->ncols++] = a;
+            x->choice_w         = w > x->choice_w ? w : x->choice_w;
+        }
+    }
+}
+
+static int ci_col_width(const coll_algo_t *a)
+{
+    int w = (int)strlen(a->name) + (a->forced_only ? 1 : 0);
+
+    return w < 10 ? 10 : w;
+}
+
+/* ---- output ---- */
+
+static void ci_text_time(int ok, double us, int width)
+{
+    if (ok) {
+        printf(" %*.2f", width, us);
+    } else {
+        printf(" %*s", width, "-");
+    }
+}
+
+static void ci_text_table(ci_ctx_t *x, int coll)
+{
+    const ci_opts_t *o = x->o;
+    ci_row_t         r;
+    char             name[80];
+
+    ci_columns(x, 1u << coll);
+    printf("# %s: %d ranks = %d host(s) x %d", coll_op_name((coll_op_t)coll), o->nranks, o->nhosts,
+           o->nranks / o->nhosts);
+    if (coll != COLL_OP_BARRIER) {
+        printf("; %s", coll_dtype_name(CI_DTYPE));
+    }
+    if (coll == COLL_OP_ALLREDUCE || coll == COLL_OP_REDUCE_SCATTER || coll == COLL_OP_REDUCE) {
+        printf(" %s", coll_redop_name(COLL_SUM));
+    }
+    if (coll == COLL_OP_BROADCAST || coll == COLL_OP_REDUCE) {
+        printf(", root 0");
+    }
+    printf("; chunk %zu B; predicted times in us\n", x->chunk);
+    printf("#%11s %11s  %-*s %11s", "size", "count", x->choice_w, "choice", "time");
+    for (int i = 0; i < x->ncols; i++) {
+        snprintf(name, sizeof(name), "%s%s", x->cols[i]->name, x->cols[i]->forced_only ? "*" : "");
+        printf(" %*s", ci_col_width(x->cols[i]), name);
+    }
+    printf("\n");
+    for (int s = 0; s < (coll == COLL_OP_BARRIER ? 1 : o->nsizes); s++) {
+        ci_row(x, coll, coll == COLL_OP_BARRIER ? 0 : o->sizes[s], &r);
+        snprintf(name, sizeof(name), "%s%s", r.choice != NULL ? r.choice->name : "-",
+                 r.forced ? "(forced)" : "");
+        printf("%12zu %11zu  %-*s", r.size, r.count, x->choice_w, name);
+        ci_text_time(r.choice != NULL, r.choice_us, 11);
+        for (int i = 0; i < x->ncols; i++) {
+            ci_text_time(r.ok[i], r.us[i], ci_col_width(x->cols[i]));
+        }
+        printf("\n");
+    }
+}
+
+static void ci_csv_time(int ok, double us)
+{
+    if (ok) {
+        printf("%.2f", us);
+    }
+}
+
+static void ci_csv(ci_ctx_t *x)
+{
+    const ci_opts_t *o    = x->o;
+    uint32_t         mask = 0;
+    ci_row_t         r;
+
+    for (int c = 0; c <= COLL_OP_BARRIER; c++) {
+        mask |= (o->coll < 0 || o->coll == c) ? 1u << c : 0;
+    }
+    ci_columns(x, mask);
+    printf("coll,nranks,nhosts,size,count,choice,forced,time_us");
+    for (int i = 0; i < x->ncols; i++) {
+        printf(",%s%s", x->cols[i]->name, x->cols[i]->forced_only ? "*" : "");
+    }
+    printf("\n");
+    for (int c = 0; c <= COLL_OP_BARRIER; c++) {
+        for (int s = 0; (mask & (1u << c)) != 0 && s < (c == COLL_OP_BARRIER ? 1 : o->nsizes);
+             s++) {
+            ci_row(x, c, c == COLL_OP_BARRIER ? 0 : o->sizes[s], &r);
+            printf("%s,%d,%d,%zu,%zu,%s,%d,", coll_op_name((coll_op_t)c), o->nranks, o->nhosts,
+                   r.size, r.count, r.choice != NULL ? r.choice->name : "", r.forced);
+            ci_csv_time(r.choice != NULL, r.choice_us);
+            for (int i = 0; i < x->ncols; i++) {
+                printf(",");
+                ci_csv_time(r.ok[i], r.us[i]);
+            }
+            printf("\n");
+        }
+    }
+}
+
+int collinfo_algos_main(int argc, char **argv)
+{
+    ci_opts_t o;
+    ci_ctx_t  x = {.o = &o};
+    char      model[160];
+    int       st = ci_parse_args(argc, argv, &o);
+
+    if (st != 0) {
+        return st < 0 ? 0 : st;
+    }
+    if (coll_layout_init_blocks(&x.layout, o.nranks, o.nhosts) != COLL_OK) {
+        fprintf(stderr, "collinfo algos: out of memory for %d ranks\n", o.nranks);
+        return 1;
+    }
+    coll_model_from_params(&x.model);
+    x.override = coll_param_str(COLL_P_ALGO);
+    x.chunk    = coll_tune_chunk_bytes();
+    if (o.csv) {
+        ci_csv(&x);
+    } else {
+        coll_model_format(&x.model, model, sizeof(model));
+        printf("# model: %s\n", model);
+        printf("# * = forced-only: the tuner skips it, COLL_ALGO selects it; - = cannot run "
+               "the call\n");
+        if (coll_param_is_set(COLL_P_ALGO)) {
+            printf("# COLL_ALGO=%s: the choices it makes are marked (forced)\n", x.override);
+        }
+        for (int c = 0; c <= COLL_OP_BARRIER; c++) {
+            if (o.coll < 0 || o.coll == c) {
+                printf("\n");
+                ci_text_table(&x, c);
+            }
+        }
+    }
+    coll_layout_fini(&x.layout);
+    return 0;
+}

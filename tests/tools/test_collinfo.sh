@@ -1,0 +1,192 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# collinfo: every command still answers, and the prediction table of "collinfo algos -n N" is
+# consistent with the registry and the tuner: a row per size, the choice is an algorithm that
+# can run the row and (unless COLL_ALGO forces it) the cheapest one the tuner may pick, the
+# columns are the algorithms "collinfo -a" lists for the collective, hosts and the COLL_INTER_*
+# parameters change the predictions, --csv says the same, and bad input is refused with exit 2.
+# Exit status: 0 pass, 1 fail, 99 collinfo not built.
+set -u
+top_builddir=${top_builddir:-.}
+COLLINFO=$top_builddir/collinfo
+if [ ! -x "$COLLINFO" ]; then
+    echo "test_collinfo: $COLLINFO not built" >&2
+    exit 99
+fi
+tmp=$(mktemp -d /tmp/collinfo.XXXXXX) || exit 99
+trap 'rm -rf "$tmp"' EXIT INT TERM
+# The default model: no model parameter, no forced algorithm, no configuration file.
+unset COLL_ALGO COLL_INTRA_LAT COLL_INTRA_BW COLL_INTER_LAT COLL_INTER_BW COLL_REDUCE_BW
+: >"$tmp/empty.conf"
+COLL_CONF_FILE=$tmp/empty.conf
+export COLL_CONF_FILE
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); echo "PASS: $*"; }
+bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+check() { # description command...: passes when the command succeeds
+    what=$1; shift
+    if "$@"; then ok "$what"; else bad "$what"; fi
+}
+
+# ---- the existing commands ----
+for cmd in "" -p params -t transports -a algos -h --help; do
+    # shellcheck disable=SC2086 # cmd is empty or one word
+    check "collinfo $cmd exits 0" "$COLLINFO" $cmd >/dev/null
+done
+"$COLLINFO" nonsense >/dev/null 2>&1
+check "collinfo nonsense exits 2" test $? -eq 2
+
+# The algorithms "collinfo -a" lists for collective $1, one line, registry order.
+listed() {
+    "$COLLINFO" -a | awk -v c="$1" '!/^#/ { n = split($2, cs, ",");
+        for (i = 1; i <= n; i++) if (cs[i] == c) printf "%s ", $1 }'
+}
+
+# Checks a text table on stdin; prints "coll rows size size ..." per table, and "ERROR ..." for
+# each row that breaks a rule. Data fields: size count choice time algo...; the column header
+# has a leading "#", so header field i names data field i - 1.
+check_table() {
+    awk '
+    function err(m) { print "ERROR " coll " size " $1 ": " m }
+    /^# [a-z_]+: [0-9]+ ranks/ { coll = substr($2, 1, length($2) - 1); rows[coll] = 0; order[++n] = coll; next }
+    /^# +size / { cols[coll] = ""
+        for (i = 2; i <= NF; i++) name[i - 1] = $i
+        for (i = 6; i <= NF; i++) { a = $i; sub(/\*$/, "", a); cols[coll] = cols[coll] a " " }
+        next }
+    /^#/ || NF == 0 { next }
+    { rows[coll]++; sizes[coll] = sizes[coll] " " $1
+      choice = $3; forced = sub(/\(forced\)$/, "", choice); min = ""; found = 0
+      for (f = 5; f <= NF; f++) {
+          a = name[f]; star = sub(/\*$/, "", a)
+          if ($f == "-") continue
+          if (a == choice) { found = 1; cstar = star
+              if ($f + 0 != $4 + 0) err("time " $4 " of " choice " differs from its column " $f) }
+          if (!star && (min == "" || $f + 0 < min + 0)) min = $f
+      }
+      if (!found) err("choice " choice " has no prediction in this row")
+      else if (!forced && cstar) err("tuner chose forced-only " choice)
+      else if (!forced && $4 + 0 != min + 0) err("time " $4 " is not the minimum " min)
+    }
+    END { for (i = 1; i <= n; i++) print order[i], rows[order[i]], sizes[order[i]], "|", cols[order[i]] }'
+}
+
+# 8 B .. 256 MiB by x4, then 256 MiB itself (the steps land on 128 MiB).
+default_sizes=""
+s=8
+while [ "$s" -le 268435456 ]; do default_sizes="$default_sizes $s"; s=$((s * 4)); done
+default_sizes="$default_sizes 268435456"
+ndefault=$(echo "$default_sizes" | wc -w)
+
+# ---- the table, for several shapes ----
+for shape in "1 1" "3 1" "4 2" "5 1" "6 3" "7 7" "8 2" "16 4"; do
+    # shellcheck disable=SC2086 # two words: ranks and hosts
+    set -- $shape
+    if ! "$COLLINFO" algos -n "$1" --hosts "$2" >"$tmp/t" 2>"$tmp/e"; then
+        bad "collinfo algos -n $1 --hosts $2 failed: $(cat "$tmp/e")"
+        continue
+    fi
+    check_table <"$tmp/t" >"$tmp/c"
+    if grep ERROR "$tmp/c"; then
+        bad "-n $1 --hosts $2: choices and times"
+    else
+        ok "-n $1 --hosts $2: every choice can run its row and is the tuner's minimum"
+    fi
+    for coll in allreduce reduce_scatter allgather broadcast reduce alltoall; do
+        line=$(awk -v c="$coll" '$1 == c' "$tmp/c")
+        rows=$(echo "$line" | awk '{ print $2 }')
+        sizes=$(echo "$line" | sed 's/^[^ ]* [^ ]* *//; s/ *|.*//')
+        cols=$(echo "$line" | sed 's/.*| *//')
+        if [ "$rows" = "$ndefault" ] && [ " $sizes" = "$default_sizes" ]; then
+            ok "-n $1 --hosts $2 $coll: a row per size of the default sweep"
+        else
+            bad "-n $1 --hosts $2 $coll: rows '$rows', sizes '$sizes'"
+        fi
+        if [ "$cols" = "$(listed "$coll")" ]; then
+            ok "-n $1 --hosts $2 $coll: columns are the algorithms collinfo -a lists"
+        else
+            bad "-n $1 --hosts $2 $coll: columns '$cols', collinfo -a lists '$(listed "$coll")'"
+        fi
+    done
+    check "-n $1 --hosts $2 barrier: one row" test "$(awk '$1 == "barrier" { print $2 }' "$tmp/c")" = 1
+done
+
+# ---- size selection ----
+"$COLLINFO" algos -n 4 -c allgather --sizes 8,16M,1k | check_table >"$tmp/c"
+check "--sizes 8,16M,1k" test "$(cat "$tmp/c")" = "allgather 3  8 16777216 1024 | ring bruck hier "
+"$COLLINFO" algos -n 4 -c broadcast --min 1k --max 1m --factor 8 | check_table >"$tmp/c"
+check "--min 1k --max 1m --factor 8" \
+    test "$(cat "$tmp/c")" = "broadcast 5  1024 8192 65536 524288 1048576 | ring tree "
+
+# ---- hosts and model parameters: the value in column $1 of a one-row --csv answer ----
+csv_value() {
+    awk -F, -v col="$1" 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == col) c = i; next }
+        c { print $c }'
+}
+ring1=$("$COLLINFO" algos -n 4 --hosts 1 -c allreduce -s 16m --csv | csv_value ring)
+ring2=$("$COLLINFO" algos -n 4 --hosts 2 -c allreduce -s 16m --csv | csv_value ring)
+slow=$(COLL_INTER_BW=100m "$COLLINFO" algos -n 4 --hosts 2 -c allreduce -s 16m --csv |
+    csv_value ring)
+slow1=$(COLL_INTER_BW=100m "$COLLINFO" algos -n 4 --hosts 1 -c allreduce -s 16m --csv |
+    csv_value ring)
+fast1=$(COLL_INTRA_BW=60g "$COLLINFO" algos -n 4 --hosts 1 -c allreduce -s 16m --csv |
+    csv_value ring)
+echo "ring allreduce 16 MiB, 4 ranks: 1 host $ring1 us, 2 hosts $ring2 us, 2 hosts at" \
+    "100 MB/s $slow us; 1 host at 100 MB/s inter $slow1 us, at 60 GB/s intra $fast1 us"
+check "--hosts 2 makes ring allreduce slower than --hosts 1" \
+    awk -v a="$ring1" -v b="$ring2" 'BEGIN { exit !(a > 0 && b > a) }'
+check "COLL_INTER_BW slows the inter-host ring" \
+    awk -v a="$ring2" -v b="$slow" 'BEGIN { exit !(b > a) }'
+check "COLL_INTER_BW does not change one host" test "$slow1" = "$ring1"
+check "COLL_INTRA_BW speeds up one host" awk -v a="$ring1" -v b="$fast1" 'BEGIN { exit !(b < a) }'
+COLL_INTER_LAT=1ms "$COLLINFO" algos -n 2 -c barrier >"$tmp/t"
+check "the model line shows COLL_INTER_LAT" grep -q "inter 1000.0 us" "$tmp/t"
+
+# ---- COLL_ALGO: forced where it applies, the tuner elsewhere ----
+COLL_ALGO=allreduce:tree "$COLLINFO" algos -n 5 --sizes 8,1m >"$tmp/t"
+check_table <"$tmp/t" >"$tmp/c"
+check "COLL_ALGO: rows stay consistent" sh -c "! grep ERROR '$tmp/c'"
+choices() { # the choice column of table $1 in $tmp/t, each distinct value once
+    awk -v c="# $1:" 'index($0, c) == 1 { on = 1; next } NF == 0 { on = 0 } on && !/^#/ { print $3 }' \
+        "$tmp/t" | sort -u
+}
+check "COLL_ALGO=allreduce:tree is shown as forced" test "$(choices allreduce)" = "tree(forced)"
+check "COLL_ALGO=allreduce:tree leaves allgather alone" sh -c "! echo '$(choices allgather)' | grep -q forced"
+COLL_ALGO=allreduce:tree "$COLLINFO" algos -n 5 -c allreduce -s 1m --csv >"$tmp/t"
+check "--csv: forced column" test "$(csv_value forced <"$tmp/t")" = 1
+check "--csv: time of the forced choice" \
+    test "$(csv_value time_us <"$tmp/t")" = "$(csv_value tree <"$tmp/t")"
+
+# ---- --csv: a header and a row per collective and size, with the text table's values ----
+"$COLLINFO" algos -n 6 --hosts 2 --sizes 8,1k,1m --csv >"$tmp/t"
+check "--csv: 1 + 6 x 3 + 1 lines" test "$(wc -l <"$tmp/t")" -eq 20
+check "--csv: every line has the header's fields" \
+    awk -F, 'NR == 1 { n = NF } NF != n { exit 1 }' "$tmp/t"
+a=$(awk -F, '$1 == "reduce_scatter" && $4 == 1024 { print $6, $8 }' "$tmp/t")
+b=$("$COLLINFO" algos -n 6 --hosts 2 -c reduce_scatter -s 1k | awk '!/^#/ && NF { print $3, $4 }')
+check "--csv and the table agree ($a)" test -n "$a" -a "$a" = "$b"
+
+# ---- bad input: a message naming the problem, exit 2, nothing on stdout ----
+refuse() { # expected-words args...
+    want=$1; shift
+    "$COLLINFO" algos "$@" >"$tmp/o" 2>"$tmp/e"
+    rc=$?
+    if [ "$rc" -eq 2 ] && [ ! -s "$tmp/o" ] && grep -q -- "$want" "$tmp/e"; then
+        ok "collinfo algos $*: refused ($(head -1 "$tmp/e"))"
+    else
+        bad "collinfo algos $*: exit $rc, stderr '$(cat "$tmp/e")'"
+    fi
+}
+refuse "number of ranks" -n 0
+refuse "number of ranks" -n -3
+refuse "number of ranks" -n four
+refuse "does not divide" -n 4 --hosts 3
+refuse "does not divide" -n 4 --hosts 8
+refuse "unknown collective 'allreduse'" -n 4 --coll allreduse
+refuse "-n NRANKS is required" --hosts 2
+refuse "not a size" -n 4 --sizes 8,lots
+refuse "exclude each other" -n 4 --sizes 8 --max 1m
+refuse "expected an integer >= 2" -n 4 --factor 1
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
