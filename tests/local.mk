@@ -30,7 +30,8 @@ tests_unit_test_params_LDADD = $(TEST_UNIT_LDADD)
 tests_unit_test_log_filter_SOURCES = tests/unit/test_log_filter.c
 tests_unit_test_log_filter_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_unit_test_log_filter_LDADD = $(TEST_UNIT_LDADD)
-tests_unit_test_sched_SOURCES = tests/unit/test_sched.c tests/sim/sim.c tests/sim/sim.h
+tests_unit_test_sched_SOURCES = tests/unit/test_sched.c tests/sim/sim.c tests/sim/sim.h \
+    tests/sim/sim_selftest.c
 tests_unit_test_sched_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_unit_test_sched_LDADD = $(TEST_UNIT_LDADD)
 
