@@ -305,3 +305,43 @@ double coll_cost_direct(int nranks, const coll_args_t *args, const coll_model_t 
     (void)nranks;
     return l->alpha_us + coll_cost_bytes(args) * l->beta_us_per_byte;
 }
+
+/* ---- shared windows ---- */
+
+/*
+ * A window put or get is one plain copy through shared memory: half of an intra-host message's
+ * beta, which pays for the copy into a ring and the copy out of it. A reduction from a window
+ * reads it (that copy) and reduces (gamma). A flag handoff costs about one intra-host latency.
+ * The reuse acknowledgement (of the call before last) is free for back-to-back blocking calls:
+ * a rank acknowledged that call before it published anything for the last one, which this
+ * rank has already read. Not modelled: n ranks reading at once share the host's memory
+ * bandwidth.
+ */
+static double cost_win_copy(const coll_model_t *m)
+{
+    return m->intra.beta_us_per_byte / 2.0;
+}
+
+/* Slowest rank (not rank 0): put the input, copy rank 0's, reduce the other n - 1. */
+double coll_cost_oneshot(int nranks, const coll_args_t *args, const coll_model_t *m)
+{
+    double n = nranks, bytes = coll_cost_bytes(args), c = cost_win_copy(m);
+
+    if (nranks <= 1) {
+        return 0.0;
+    }
+    return m->intra.alpha_us + 2.0 * bytes * c + (n - 1.0) * bytes * (c + m->gamma_us_per_byte);
+}
+
+/* Put the input; reduce the own segment (a copy and n - 1 reductions of bytes / n); put it;
+ * copy the n - 1 other segments. Two handoffs: inputs, then reduced segments. */
+double coll_cost_twoshot(int nranks, const coll_args_t *args, const coll_model_t *m)
+{
+    double n = nranks, bytes = coll_cost_bytes(args), seg = bytes / n, c = cost_win_copy(m);
+
+    if (nranks <= 1) {
+        return 0.0;
+    }
+    return 2.0 * m->intra.alpha_us + bytes * c + seg * c +
+           (n - 1.0) * seg * (c + m->gamma_us_per_byte) + seg * c + (n - 1.0) * seg * c;
+}

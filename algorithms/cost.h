@@ -30,5 +30,7 @@ double coll_cost_bruck(int nranks, const coll_args_t *args, const coll_model_t *
 double coll_cost_pairwise(int nranks, const coll_args_t *args, const coll_model_t *m);
 double coll_cost_dissemination(int nranks, const coll_args_t *args, const coll_model_t *m);
 double coll_cost_direct(int nranks, const coll_args_t *args, const coll_model_t *m);
+double coll_cost_oneshot(int nranks, const coll_args_t *args, const coll_model_t *m);
+double coll_cost_twoshot(int nranks, const coll_args_t *args, const coll_model_t *m);
 
 #endif

@@ -12,15 +12,17 @@
 #include "coll.h"
 
 typedef struct coll_layout {
-    int  nranks;
-    int  nhosts;
-    int *host_of;       /* by rank: host index; hosts are numbered in order of their lowest rank */
-    int *local_rank;    /* by rank: position among the ranks of its host, in rank order */
-    int *host_start;    /* by host, nhosts + 1 entries: its ranks are host_ranks[start[h]..[h+1]) */
-    int *host_ranks;    /* ranks grouped by host, ascending within a host */
-    int  local_size;    /* ranks per host when every host has the same number, else 0 */
-    int  contiguous;    /* every host's ranks are consecutive (rank = host * local_size + local) */
-    int  shared_window; /* one host, and the shm transport offers windows to every rank */
+    int    nranks;
+    int    nhosts;
+    int   *host_of;    /* by rank: host index; hosts are numbered in order of their lowest rank */
+    int   *local_rank; /* by rank: position among the ranks of its host, in rank order */
+    int   *host_start; /* by host, nhosts + 1 entries: its ranks are host_ranks[start[h]..[h+1]) */
+    int   *host_ranks; /* ranks grouped by host, ascending within a host */
+    int    local_size; /* ranks per host when every host has the same number, else 0 */
+    int    contiguous; /* every host's ranks are consecutive (rank = host * local_size + local) */
+    int    shared_window; /* one host, and the shm transport offers windows to every rank */
+    size_t window_bytes;  /* with shared_window: bytes of each rank's window one call may use
+                             (0 with a single rank, which needs none) */
 } coll_layout_t;
 
 /* host_key[r]: equal for ranks on one host. COLL_OK or COLL_ERR_NO_MEMORY. */

@@ -10,4 +10,6 @@ COLL_LIB_SOURCES += algorithms/sched.h algorithms/sched.c algorithms/algo.h \
     algorithms/rd/reduce_scatter_rh.c \
     algorithms/tree/tree.h algorithms/tree/dbtree.c algorithms/tree/allreduce.c \
     algorithms/tree/bcast_reduce.c \
-    algorithms/hier/compose.h algorithms/hier/compose.c algorithms/hier/hier.h algorithms/hier/hier.c
+    algorithms/hier/compose.h algorithms/hier/compose.c algorithms/hier/hier.h algorithms/hier/hier.c \
+    algorithms/window/window.h algorithms/window/common.c algorithms/window/oneshot.c \
+    algorithms/window/twoshot.c

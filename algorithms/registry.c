@@ -16,6 +16,7 @@
 #include "rd/rd.h"
 #include "ring/ring.h"
 #include "tree/tree.h"
+#include "window/window.h"
 
 #define ALGO_BIT(_op) (1u << (_op))
 
@@ -201,6 +202,20 @@ static const coll_algo_t algo_table[] = {
      .supported = coll_hier_supported,
      .cost_us   = coll_hier_cost,
      .build     = coll_hier_build},
+    {.name      = "oneshot",
+     .desc      = "allreduce through shared-memory windows: every rank reduces every input "
+                  "(one host, message fits the window)",
+     .colls     = ALGO_BIT(COLL_OP_ALLREDUCE),
+     .supported = coll_oneshot_supported,
+     .cost_us   = coll_cost_oneshot,
+     .build     = coll_oneshot_build},
+    {.name      = "twoshot",
+     .desc      = "allreduce through shared-memory windows: each rank reduces one segment, "
+                  "all gather them (one host, message fits the window)",
+     .colls     = ALGO_BIT(COLL_OP_ALLREDUCE),
+     .supported = coll_twoshot_supported,
+     .cost_us   = coll_cost_twoshot,
+     .build     = coll_twoshot_build},
     {.name      = "pairwise",
      .desc      = "alltoall in n-1 rounds of exchanges with rank +k / -k, chunked",
      .colls     = ALGO_BIT(COLL_OP_ALLTOALL),

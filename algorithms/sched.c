@@ -2,7 +2,7 @@
 /*
  * Schedules: growable step and edge arrays filled by the algorithms, finalize (edges into CSR
  * successor lists and dependency counts), a stand-alone validity check and a printer. This file
- * knows nothing about any particular algorithm and never touches buffers or the network.
+ * knows nothing about any particular algorithm and never touches buffers, windows or the network.
  */
 #include "sched.h"
 
@@ -160,6 +160,48 @@ int coll_sched_div(coll_sched_t *s, coll_buf_id_t buf, uint64_t off, uint64_t le
     return sched_push(s, &st);
 }
 
+int coll_sched_put(coll_sched_t *s, uint32_t slot, uint64_t win_off, coll_buf_id_t buf,
+                   uint64_t off, uint64_t len)
+{
+    coll_step_t st = {.kind    = COLL_STEP_PUT,
+                      .src_buf = buf,
+                      .peer    = -1,
+                      .tag     = slot,
+                      .src_off = off,
+                      .win_off = win_off,
+                      .len     = len};
+    return sched_push(s, &st);
+}
+
+int coll_sched_get(coll_sched_t *s, int peer, uint32_t slot, uint64_t win_off, coll_buf_id_t buf,
+                   uint64_t off, uint64_t len)
+{
+    coll_step_t st = {.kind    = COLL_STEP_GET,
+                      .dst_buf = buf,
+                      .peer    = peer,
+                      .tag     = slot,
+                      .dst_off = off,
+                      .win_off = win_off,
+                      .len     = len};
+    return sched_push(s, &st);
+}
+
+int coll_sched_get_reduce(coll_sched_t *s, int peer, uint32_t slot, uint64_t win_off,
+                          coll_buf_id_t dst_buf, uint64_t dst_off, coll_buf_id_t operand_buf,
+                          uint64_t operand_off, uint64_t len)
+{
+    coll_step_t st = {.kind    = COLL_STEP_GET_REDUCE,
+                      .dst_buf = dst_buf,
+                      .src_buf = operand_buf,
+                      .peer    = peer,
+                      .tag     = slot,
+                      .dst_off = dst_off,
+                      .src_off = operand_off,
+                      .win_off = win_off,
+                      .len     = len};
+    return sched_push(s, &st);
+}
+
 /* Edges always point from a lower to a higher index, so no schedule can contain a cycle. */
 void coll_sched_dep(coll_sched_t *s, int step, int after)
 {
@@ -219,9 +261,19 @@ coll_result_t coll_sched_finalize(coll_sched_t *s)
             return COLL_ERR_NO_MEMORY;
         }
     }
+    s->nwin      = 0;
+    s->win_bytes = 0;
     for (i = 0; i < s->nsteps; i++) {
+        const coll_step_t *st = &s->steps[i];
+
         s->steps[i].succ_count = 0;
         s->steps[i].ndeps      = 0;
+        if (coll_step_is_win(st->kind)) {
+            s->nwin++;
+            if (st->win_off + st->len > s->win_bytes && st->win_off + st->len >= st->win_off) {
+                s->win_bytes = st->win_off + st->len;
+            }
+        }
     }
     for (e = 0; e < s->nedges; e++) {
         s->steps[s->edges[2 * e]].succ_count++;
@@ -270,8 +322,8 @@ static const char *sched_buf_name(unsigned buf)
 
 const char *coll_step_kind_name(coll_step_kind_t kind)
 {
-    static const char *const names[COLL_STEP_KIND_COUNT] = {"send", "recv",   "recv_reduce",
-                                                            "copy", "reduce", "div"};
+    static const char *const names[COLL_STEP_KIND_COUNT] = {
+        "send", "recv", "recv_reduce", "copy", "reduce", "div", "put", "get", "get_reduce"};
     return ((unsigned)kind < COLL_STEP_KIND_COUNT) ? names[kind] : "invalid";
 }
 
@@ -279,12 +331,12 @@ const char *coll_step_kind_name(coll_step_kind_t kind)
 static int step_uses_src(unsigned kind)
 {
     return kind == COLL_STEP_SEND || kind == COLL_STEP_RECV_REDUCE || kind == COLL_STEP_COPY ||
-           kind == COLL_STEP_REDUCE;
+           kind == COLL_STEP_REDUCE || kind == COLL_STEP_PUT || kind == COLL_STEP_GET_REDUCE;
 }
 
 static int step_uses_dst(unsigned kind)
 {
-    return kind != COLL_STEP_SEND;
+    return kind != COLL_STEP_SEND && kind != COLL_STEP_PUT;
 }
 
 static int step_is_comm(unsigned kind)
@@ -299,6 +351,30 @@ static int check_range(const coll_sched_t *s, unsigned buf, uint64_t off, uint64
         return 0;
     }
     return buf != COLL_BUF_SCRATCH || off + len <= (uint64_t)s->scratch_bytes;
+}
+
+/* Window steps: a slot that exists, a window owner that exists (self allowed for GET*, PUT has
+ * none), and a window range finalize accounted for. */
+static int check_win(const coll_sched_t *s, uint32_t i, char *msg, size_t msglen)
+{
+    const coll_step_t *st  = &s->steps[i];
+    int                put = st->kind == COLL_STEP_PUT;
+
+    if (st->tag >= COLL_SCHED_WIN_SLOTS) {
+        snprintf(msg, msglen, "step %u: window slot %u out of range", i, st->tag);
+        return 0;
+    }
+    if (put ? st->peer != -1 : (st->peer < 0 || st->peer >= s->nranks)) {
+        snprintf(msg, msglen, "step %u: bad window owner %d (rank %d of %d)", i, st->peer, s->rank,
+                 s->nranks);
+        return 0;
+    }
+    if (st->win_off + st->len < st->win_off || st->win_off + st->len > s->win_bytes) {
+        snprintf(msg, msglen, "step %u: window range %" PRIu64 "+%" PRIu64 " beyond %" PRIu64, i,
+                 st->win_off, st->len, s->win_bytes);
+        return 0;
+    }
+    return 1;
 }
 
 static int ranges_overlap(uint64_t a, uint64_t b, uint64_t len)
@@ -323,6 +399,9 @@ static int check_step(const coll_sched_t *s, uint32_t i, size_t esize, char *msg
     if (step_is_comm(st->kind) && (st->peer < 0 || st->peer >= s->nranks || st->peer == s->rank)) {
         snprintf(msg, msglen, "step %u (%s): bad peer %d (rank %d of %d)", i, k, st->peer, s->rank,
                  s->nranks);
+        return 0;
+    }
+    if (coll_step_is_win(st->kind) && !check_win(s, i, msg, msglen)) {
         return 0;
     }
     if (step_uses_src(st->kind) && !check_range(s, st->src_buf, st->src_off, st->len)) {
@@ -364,7 +443,8 @@ static int cmp_u64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* No two sends to one peer, and no two receives from one peer, share a tag. */
+/* No two sends to one peer, and no two receives from one peer, share a tag; no two PUTs share
+ * a window slot (they count as sends to an impossible peer). */
 static coll_result_t check_tags(const coll_sched_t *s, char *msg, size_t msglen)
 {
     uint64_t     *keys = coll_malloc(((size_t)s->nsteps + 1) * sizeof(*keys), "tag check");
@@ -381,11 +461,19 @@ static coll_result_t check_tags(const coll_sched_t *s, char *msg, size_t msglen)
         if (step_is_comm(p->kind)) {
             uint64_t dir = (p->kind == COLL_STEP_SEND) ? 0 : 1;
             keys[n++]    = (dir << 63) | ((uint64_t)(uint32_t)p->peer << 32) | p->tag;
+        } else if (p->kind == COLL_STEP_PUT) {
+            keys[n++] = ((uint64_t)0x7fffffffu << 32) | p->tag;
         }
     }
     qsort(keys, n, sizeof(*keys), cmp_u64);
     for (i = 1; i < n; i++) {
         if (keys[i] == keys[i - 1]) {
+            if (((keys[i] >> 32) & 0x7fffffffu) == 0x7fffffffu) {
+                snprintf(msg, msglen, "two puts use window slot %u",
+                         (unsigned)(keys[i] & 0xffffffffu));
+                st = COLL_ERR_INTERNAL;
+                break;
+            }
             snprintf(msg, msglen, "two %s %s peer %u use tag %u",
                      (keys[i] >> 63) ? "receives" : "sends", (keys[i] >> 63) ? "from" : "to",
                      (unsigned)((keys[i] >> 32) & 0x7fffffffu), (unsigned)(keys[i] & 0xffffffffu));
@@ -463,6 +551,18 @@ static void print_step(const coll_sched_t *s, uint32_t i, FILE *out)
     case COLL_STEP_REDUCE:
         fprintf(out, "%s+%" PRIu64 " op= %s+%" PRIu64, db, st->dst_off, sb, st->src_off);
         break;
+    case COLL_STEP_PUT:
+        fprintf(out, "slot %u win+%" PRIu64 " <- %s+%" PRIu64, st->tag, st->win_off, sb,
+                st->src_off);
+        break;
+    case COLL_STEP_GET:
+        fprintf(out, "peer %d slot %u win+%" PRIu64 " -> %s+%" PRIu64, st->peer, st->tag,
+                st->win_off, db, st->dst_off);
+        break;
+    case COLL_STEP_GET_REDUCE:
+        fprintf(out, "peer %d slot %u %s+%" PRIu64 " = op(%s+%" PRIu64 ", win+%" PRIu64 ")",
+                st->peer, st->tag, db, st->dst_off, sb, st->src_off, st->win_off);
+        break;
     default:
         fprintf(out, "%s+%" PRIu64 " /= %d", db, st->dst_off, s->nranks);
         break;
@@ -479,9 +579,11 @@ static void print_step(const coll_sched_t *s, uint32_t i, FILE *out)
 
 void coll_sched_print(const coll_sched_t *s, FILE *out)
 {
-    fprintf(out, "schedule rank %d of %d, %s %s, %u steps, %u edges, scratch %zu bytes%s\n",
+    fprintf(out,
+            "schedule rank %d of %d, %s %s, %u steps, %u edges, scratch %zu bytes, window %" PRIu64
+            " bytes%s\n",
             s->rank, s->nranks, coll_dtype_name(s->dtype), coll_redop_name(s->op), s->nsteps,
-            s->finalized ? s->nsucc : s->nedges, s->scratch_bytes,
+            s->finalized ? s->nsucc : s->nedges, s->scratch_bytes, s->win_bytes,
             s->finalized ? "" : " (not finalized)");
     for (uint32_t i = 0; i < s->nsteps; i++) {
         print_step(s, i, out);

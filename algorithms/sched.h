@@ -1,10 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Schedules: one collective call on one rank as data. A schedule is a list of steps (send a byte
- * range to a peer, receive one, receive and reduce on arrival, copy, divide) with explicit
- * dependencies. Algorithms build schedules; the engine runs them; tests run them in a
- * simulated network for any rank count. Offsets name one of three buffers, never pointers, so
- * a schedule is cached per shape and printed with COLL_DEBUG=trace.
+ * range to a peer, receive one, receive and reduce on arrival, copy, divide, and the shared-window
+ * steps put / get / get_reduce) with explicit dependencies. Algorithms build schedules; the
+ * engine runs them; tests run them in a simulated network for any rank count. Offsets name one
+ * of three buffers or a window, never pointers, so a schedule is cached per shape and printed
+ * with COLL_DEBUG=trace.
+ *
+ * Shared windows (ranks of one host): every rank owns a window that every other rank can read.
+ * PUT copies a local range into the own window and then publishes the flag of its slot; GET
+ * and GET_REDUCE wait until a rank's flag of a slot is published for the current call, then
+ * copy or reduce from that rank's window. The engine gives each call that uses windows an
+ * epoch and makes reuse of a window across calls safe; a schedule only names slots and offsets.
  */
 #ifndef COLL_SCHED_H
 #define COLL_SCHED_H
@@ -28,19 +35,27 @@ typedef enum {
     COLL_STEP_COPY,        /* local: dst = src (len bytes; regions must not overlap) */
     COLL_STEP_REDUCE,      /* local: dst = op(dst, src) */
     COLL_STEP_DIV,         /* local: dst /= nranks, elementwise in dtype (the one AVG division) */
+    COLL_STEP_PUT,         /* own window at win_off = src, then publish flag `tag` (the slot) */
+    COLL_STEP_GET,         /* wait for peer's flag `tag`; dst = peer's window at win_off */
+    COLL_STEP_GET_REDUCE,  /* wait for peer's flag `tag`; dst = op(src, peer's window at win_off) */
     COLL_STEP_KIND_COUNT
 } coll_step_kind_t;
 
+/* Flag slots of a window: every PUT of one schedule uses its own slot below this. */
+#define COLL_SCHED_WIN_SLOTS 256u
+
 typedef struct coll_step {
     uint8_t  kind;    /* coll_step_kind_t */
-    uint8_t  src_buf; /* coll_buf_id_t; SEND, RECV_REDUCE, COPY, REDUCE */
-    uint8_t  dst_buf; /* coll_buf_id_t; RECV*, COPY, REDUCE, DIV */
+    uint8_t  src_buf; /* coll_buf_id_t; SEND, RECV_REDUCE, COPY, REDUCE, PUT, GET_REDUCE */
+    uint8_t  dst_buf; /* coll_buf_id_t; RECV*, COPY, REDUCE, DIV, GET* */
     uint8_t  pad_;
-    int32_t  peer;  /* SEND / RECV*: communicator rank */
-    uint32_t tag;   /* SEND / RECV*: equal on both sides; unique per ordered pair */
+    int32_t  peer;  /* SEND / RECV*: communicator rank; GET*: window owner (may be self) */
+    uint32_t tag;   /* SEND / RECV*: equal on both sides; unique per ordered pair; PUT / GET*:
+                       window flag slot (< COLL_SCHED_WIN_SLOTS), unique per PUT */
     uint32_t ndeps; /* steps that must complete first (filled by coll_sched_finalize) */
     uint64_t src_off;
     uint64_t dst_off;
+    uint64_t win_off;    /* PUT / GET*: offset in the window */
     uint64_t len;        /* bytes; a multiple of the dtype size */
     uint32_t succ_start; /* successors: sched->succ[succ_start .. succ_start + succ_count) */
     uint32_t succ_count;
@@ -52,6 +67,8 @@ typedef struct coll_sched {
     coll_dtype_t dtype;
     coll_redop_t op;            /* reduction used by RECV_REDUCE / REDUCE (never AVG) */
     size_t       scratch_bytes; /* needed in COLL_BUF_SCRATCH */
+    uint64_t     win_bytes;     /* window bytes the PUT / GET* steps touch (set by finalize) */
+    uint32_t     nwin; /* PUT / GET* steps (set by finalize); > 0: the call needs windows */
     coll_step_t *steps;
     uint32_t     nsteps;
     uint32_t     cap;
@@ -84,6 +101,21 @@ int coll_sched_copy(coll_sched_t *s, coll_buf_id_t dst_buf, uint64_t dst_off, co
 int coll_sched_reduce(coll_sched_t *s, coll_buf_id_t dst_buf, uint64_t dst_off,
                       coll_buf_id_t src_buf, uint64_t src_off, uint64_t len);
 int coll_sched_div(coll_sched_t *s, coll_buf_id_t buf, uint64_t off, uint64_t len);
+
+/* Shared windows: PUT of (buf, off) into the own window at win_off under slot; GET from rank
+ * peer's window at win_off (published under slot) into (buf, off); GET_REDUCE likewise with
+ * dst = op(operand, window data). peer may be this rank. */
+int coll_sched_put(coll_sched_t *s, uint32_t slot, uint64_t win_off, coll_buf_id_t buf,
+                   uint64_t off, uint64_t len);
+int coll_sched_get(coll_sched_t *s, int peer, uint32_t slot, uint64_t win_off, coll_buf_id_t buf,
+                   uint64_t off, uint64_t len);
+int coll_sched_get_reduce(coll_sched_t *s, int peer, uint32_t slot, uint64_t win_off,
+                          coll_buf_id_t dst_buf, uint64_t dst_off, coll_buf_id_t operand_buf,
+                          uint64_t operand_off, uint64_t len);
+static inline int coll_step_is_win(unsigned kind)
+{
+    return kind == COLL_STEP_PUT || kind == COLL_STEP_GET || kind == COLL_STEP_GET_REDUCE;
+}
 
 /* Append a copy of an existing step (composition); dependencies are not copied. */
 int coll_sched_append(coll_sched_t *s, const coll_step_t *st);

@@ -17,7 +17,7 @@ TEST_UNIT_LDADD = tests/libcolltest.la libcoll-internal.la -lpthread -lm
 
 # ---- unit tests (internal functions, no network) ----
 check_PROGRAMS += tests/unit/test_reduce tests/unit/test_params tests/unit/test_log_filter \
-    tests/unit/test_sched tests/unit/test_env
+    tests/unit/test_sched tests/unit/test_env tests/unit/test_win_sched
 tests_unit_test_env_SOURCES = tests/unit/test_env.c
 tests_unit_test_env_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_unit_test_env_LDADD = $(TEST_UNIT_LDADD)
@@ -30,8 +30,12 @@ tests_unit_test_params_LDADD = $(TEST_UNIT_LDADD)
 tests_unit_test_log_filter_SOURCES = tests/unit/test_log_filter.c
 tests_unit_test_log_filter_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_unit_test_log_filter_LDADD = $(TEST_UNIT_LDADD)
-tests_unit_test_sched_SOURCES = tests/unit/test_sched.c tests/sim/sim.c tests/sim/sim.h
+tests_unit_test_sched_SOURCES = tests/unit/test_sched.c tests/sim/sim.c tests/sim/sim.h \
+    tests/sim/sim_selftest.c
 tests_unit_test_sched_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_unit_test_win_sched_SOURCES = tests/unit/test_win_sched.c
+tests_unit_test_win_sched_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_unit_test_win_sched_LDADD = $(TEST_UNIT_LDADD)
 tests_unit_test_sched_LDADD = $(TEST_UNIT_LDADD)
 
 # ---- multi-process correctness matrix: one program per collective ----
@@ -58,7 +62,8 @@ tests_mp_test_alltoall_CPPFLAGS = $(TEST_CPPFLAGS) -DMP_COLL=5
 tests_mp_test_alltoall_LDADD = $(TEST_MP_LDADD)
 
 # ---- multi-process API, point-to-point and failure tests ----
-MP_OTHER_TESTS = tests/mp/test_p2p tests/mp/test_split tests/mp/test_failures tests/mp/test_args
+MP_OTHER_TESTS = tests/mp/test_p2p tests/mp/test_split tests/mp/test_failures tests/mp/test_args \
+    tests/mp/test_window
 check_PROGRAMS += $(MP_OTHER_TESTS)
 tests_mp_test_p2p_SOURCES = tests/mp/test_p2p.c
 tests_mp_test_p2p_CPPFLAGS = $(TEST_CPPFLAGS)
@@ -69,12 +74,15 @@ tests_mp_test_split_LDADD = $(TEST_MP_LDADD)
 tests_mp_test_failures_SOURCES = tests/mp/test_failures.c
 tests_mp_test_failures_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_mp_test_failures_LDADD = $(TEST_MP_LDADD) -lpthread
+tests_mp_test_window_SOURCES = tests/mp/test_window.c
+tests_mp_test_window_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_mp_test_window_LDADD = $(TEST_MP_LDADD)
 tests_mp_test_args_SOURCES = tests/mp/test_args.c
 tests_mp_test_args_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_mp_test_args_LDADD = $(TEST_MP_LDADD)
 
 TESTS += tests/unit/test_reduce tests/unit/test_params tests/unit/test_log_filter \
-    tests/unit/test_sched tests/unit/test_env $(MP_COLL_TESTS) $(MP_OTHER_TESTS)
+    tests/unit/test_sched tests/unit/test_env tests/unit/test_win_sched $(MP_COLL_TESTS) $(MP_OTHER_TESTS)
 
 dist_check_SCRIPTS += tests/docs/check-getenv.sh tests/docs/check-format.sh tests/tools/test_launchers.sh \
     tests/mp/test_multihost.sh tests/tools/test_netns.sh tests/tools/test_collinfo.sh

@@ -8,6 +8,12 @@
  * Ownership: the caller owns every coll_tp_op_t until its done() callback ran, so the data
  * path never allocates. done() may run inside isend/irecv/progress and must only record the
  * completion (no re-entry into the transport).
+ *
+ * Shared windows (optional, win_* slots; NULL in transports without them): a transport whose
+ * ranks share memory may give every rank a window in two halves that all ranks map, with flags
+ * per (half, slot) and an acknowledgement word per rank. The engine numbers the calls that use
+ * windows (epochs, equal on every rank), writes half e % 2 in epoch e only after every rank
+ * acknowledged epoch e - 2, and publishes flags and acknowledgements through these slots.
  */
 #ifndef COLL_TRANSPORT_H
 #define COLL_TRANSPORT_H
@@ -16,9 +22,10 @@
 #include <stdint.h>
 #include "coll.h"
 
-#define COLL_TRANSPORT_ABI   1   /* bump on any incompatible change of this header */
+#define COLL_TRANSPORT_ABI   2   /* bump on any incompatible change of this header */
 #define COLL_TP_HANDLE_MAX   256 /* bytes of a listen handle exchanged through bootstrap */
 #define COLL_TP_HOSTNAME_MAX 64
+#define COLL_TP_WIN_SLOTS    256 /* flag slots per window half that win_* transports offer */
 
 typedef struct coll_tp_ctx coll_tp_ctx_t; /* per (communicator, transport), defined by each */
 
@@ -100,6 +107,25 @@ typedef struct coll_transport_ops {
     /* Make a block() in another thread return (abort). Async-signal-safe where possible. */
     void (*wake)(coll_tp_ctx_t *ctx);
     void (*ep_close)(coll_tp_ep_t *ep);
+
+    /* ---- optional: shared windows ---- */
+    /* Bytes of one window half every rank of the communicator offers (the same on every rank),
+     * 0 when this context has none (not every rank on this host, or disabled). */
+    size_t (*win_size)(coll_tp_ctx_t *ctx);
+    /* Half `parity` (0 or 1) of rank's window, mapped here; rank may be this process' own. */
+    void *(*win_ptr)(coll_tp_ctx_t *ctx, int rank, int parity);
+    /* Publish the own flag (parity, slot) as written for epoch (after the data, release). */
+    void (*win_publish)(coll_tp_ctx_t *ctx, int parity, uint32_t slot, uint64_t epoch);
+    /* Is rank's flag (parity, slot) published for epoch? COLL_OK yes; COLL_INPROGRESS not yet
+     * (a later publish makes block() return); < 0 the rank failed. */
+    coll_result_t (*win_poll)(coll_tp_ctx_t *ctx, int rank, int parity, uint32_t slot,
+                              uint64_t epoch);
+    /* Publish that this rank finished every epoch <= epoch (in order, after its last read). */
+    void (*win_ack)(coll_tp_ctx_t *ctx, uint64_t epoch);
+    /* Has every rank (this one too) acknowledged epoch? COLL_OK; COLL_INPROGRESS with *rank_p a
+     * rank that has not (a later acknowledgement makes block() return); < 0 with *rank_p the
+     * rank that failed. */
+    coll_result_t (*win_acked)(coll_tp_ctx_t *ctx, uint64_t epoch, int *rank_p);
 } coll_transport_ops_t;
 
 /* transports/registry.c */

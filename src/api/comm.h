@@ -58,6 +58,12 @@ struct coll_comm {
     coll_layout_t            layout;        /* hosts of the ranks (src/api/tune.c) */
     coll_model_t             model;         /* the tuner's link costs, equal on every rank */
     uint32_t choices_logged[COLL_OP_COUNT]; /* by collective: registry bits already logged */
+    /* shared windows (src/engine/window.c): epochs are numbered alike on every rank */
+    int      win_tp;        /* index in tp[] of the transport offering windows, -1: none */
+    uint64_t win_epoch;     /* the last epoch given to a call */
+    uint64_t win_acked;     /* every epoch <= this finished here, and acknowledged */
+    uint64_t win_done;      /* bit k: epoch win_acked + 1 + k finished here (out of order) */
+    uint64_t win_all_acked; /* every rank acknowledged every epoch <= this (cache) */
 
     /* errors: first failure wins and is sticky */
     atomic_int    aborted;

@@ -6,6 +6,7 @@
  * host (intra) and per pair of hosts (inter). Every rank gathers every measurement and takes
  * the best (smallest) one: a pair disturbed by a process start or a page fault only ever looks
  * slower, never faster. Every rank then holds the same model and makes the same choices.
+ * Also whether the ranks can share memory windows (tune_window).
  */
 #include "api/tune.h"
 #include "api/comm.h"
@@ -193,6 +194,44 @@ static coll_result_t tune_model(coll_comm_t *comm, double deadline)
     return st;
 }
 
+/*
+ * Shared windows: every rank on one host, one transport serving every peer, and that transport
+ * offering windows. Every rank sees the same host keys, transports and (agreed by the transport)
+ * window size, so every rank decides alike and picks the same algorithms.
+ */
+static void tune_window(coll_comm_t *comm)
+{
+    const coll_transport_ops_t *ops;
+    int                         t = -1;
+
+    comm->win_tp = -1;
+    if (comm->layout.nhosts != 1) {
+        return;
+    }
+    for (int p = 0; p < comm->nranks; p++) {
+        if (p == comm->rank) {
+            continue;
+        }
+        if (t >= 0 && comm->ep_tp[p] != t) {
+            return;
+        }
+        t = comm->ep_tp[p];
+    }
+    if (t < 0) { /* a single rank shares nothing and needs no window */
+        comm->layout.shared_window = 1;
+        return;
+    }
+    ops = comm->tp[t].ops;
+    if (comm->tp[t].ctx == NULL || ops->win_size == NULL || ops->win_ptr == NULL ||
+        ops->win_publish == NULL || ops->win_poll == NULL || ops->win_ack == NULL ||
+        ops->win_acked == NULL || ops->win_size(comm->tp[t].ctx) == 0) {
+        return;
+    }
+    comm->win_tp               = t;
+    comm->layout.shared_window = 1;
+    comm->layout.window_bytes  = ops->win_size(comm->tp[t].ctx);
+}
+
 coll_result_t coll_tune_init(coll_comm_t *comm, double deadline)
 {
     uint64_t *keys = coll_calloc((size_t)comm->nranks, sizeof(*keys), "host keys");
@@ -206,6 +245,7 @@ coll_result_t coll_tune_init(coll_comm_t *comm, double deadline)
     coll_result_t st = coll_layout_init(&comm->layout, comm->nranks, keys);
     coll_free(keys);
     COLL_CHECK(st);
+    tune_window(comm);
     COLL_CHECK(tune_model(comm, deadline));
     if (coll_log_enabled(COLL_LOG_INFO, COLL_SS_ALGO)) {
         char model[160];

@@ -271,6 +271,7 @@ coll_result_t coll_engine_start(coll_comm_t *comm, const coll_args_t *args, cons
     }
     req->fail_peer = -1;
     COLL_CHECK_GOTO(coll_task_init(req), st, err);
+    COLL_CHECK_GOTO(coll_win_start(req), st, err);
     req->next = comm->active;
     if (comm->active != NULL) {
         comm->active->prev = req;

@@ -4,7 +4,9 @@
  * step whose dependencies are complete to the peer's transport, reduces and copies locally,
  * and completes when all steps have. Progress is driven by coll_wait/coll_test (and, later, a
  * progress thread). Waiting spins briefly and then sleeps in the transports (futex/poll), with
- * the communicator's deadline; a silent peer becomes COLL_ERR_TIMEOUT naming it.
+ * the communicator's deadline; a silent peer becomes COLL_ERR_TIMEOUT naming it. Calls whose
+ * schedules use shared windows are numbered (epochs) and their window steps wait, without
+ * blocking, for flags and acknowledgements (window.c).
  */
 #ifndef COLL_ENGINE_H
 #define COLL_ENGINE_H
@@ -25,6 +27,7 @@ typedef struct coll_task_op {
     coll_tp_op_t         op;
     struct coll_request *req;
     uint32_t             step;
+    int                  wait_peer; /* window steps: the rank last waited for */
 } coll_task_op_t;
 
 typedef struct coll_request {
@@ -43,6 +46,10 @@ typedef struct coll_request {
     uint32_t             nready;
     uint32_t            *doneq; /* steps finished by transport callbacks */
     uint32_t             ndone;
+    uint32_t            *winq; /* window steps started that wait for a flag or an ack */
+    uint32_t             nwinq;
+    uint64_t             win_epoch; /* 0: the call uses no window */
+    int                  win_ended; /* its epoch was counted as finished here */
     uint8_t             *started;
     coll_task_op_t      *ops;
     coll_result_t        status;    /* OK while running; error once failed */
@@ -73,12 +80,22 @@ void coll_engine_free_zombies(coll_comm_t *comm);
 void coll_engine_cache_clear(coll_comm_t *comm);
 /* Wake any thread sleeping in a wait on comm (abort). */
 void coll_engine_wake(coll_comm_t *comm);
-/* Peer a request is blocked on (first started, unfinished receive), or -1. */
+/* Peer a request is blocked on (a window flag or acknowledgement it waits for, else the first
+ * started, unfinished receive, else send), or -1. */
 int coll_engine_waiting_peer(const coll_task_t *req);
 
 /* task.c */
 coll_result_t coll_task_init(coll_task_t *req);
 void          coll_task_progress(coll_task_t *req);
 void          coll_task_release(coll_task_t *req);
+
+/* window.c: shared-window steps */
+/* Give the call its epoch if its schedule uses windows (after coll_task_init). */
+coll_result_t coll_win_start(coll_task_t *req);
+/* Run window step i: COLL_OK done, COLL_INPROGRESS waits (poll again), < 0 failed; the rank
+ * waited for or failed is left in req->ops[i].wait_peer. */
+coll_result_t coll_win_step(coll_task_t *req, uint32_t i);
+/* The call finished: acknowledge its epoch once every earlier one has finished too. */
+void coll_win_end(coll_task_t *req);
 
 #endif

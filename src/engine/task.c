@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Executing one schedule: dependency counting over the schedule's DAG, posting sends and
- * receives to the peer's endpoint, running local copies/reductions inline. Transport
- * callbacks only queue the finished step; the queue is drained here, never re-entrantly.
+ * receives to the peer's endpoint, running local copies/reductions inline, and queueing the
+ * shared-window steps that must wait (window.c runs them). Transport callbacks only queue the
+ * finished step; the queue is drained here, never re-entrantly.
  */
 #include "engine.h"
 #include "error.h"
@@ -29,7 +30,7 @@ coll_result_t coll_task_init(coll_task_t *req)
     const coll_sched_t *s = &req->entry->sched;
     uint32_t            n = s->nsteps;
     req->nsteps           = n;
-    req->ndeps_left       = coll_malloc(sizeof(uint32_t) * n * 3 + 1, "request step state");
+    req->ndeps_left       = coll_malloc(sizeof(uint32_t) * n * 4 + 1, "request step state");
     req->ops              = coll_malloc(sizeof(coll_task_op_t) * n + 1, "request ops");
     req->started          = coll_calloc(n + 1, 1, "request flags");
     if (req->ndeps_left == NULL || req->ops == NULL || req->started == NULL) {
@@ -37,6 +38,7 @@ coll_result_t coll_task_init(coll_task_t *req)
     }
     req->ready = req->ndeps_left + n;
     req->doneq = req->ready + n;
+    req->winq  = req->doneq + n;
     for (uint32_t i = 0; i < n; i++) {
         req->ndeps_left[i] = s->steps[i].ndeps;
         if (s->steps[i].ndeps == 0) {
@@ -97,6 +99,17 @@ static coll_result_t task_step_start(coll_task_t *req, uint32_t i)
         coll_reduce_div(s->dtype, dst, st->len / esz, s->nranks);
         task_step_complete(req, i);
         return COLL_OK;
+    case COLL_STEP_PUT:
+    case COLL_STEP_GET:
+    case COLL_STEP_GET_REDUCE: {
+        coll_result_t r = coll_win_step(req, i);
+        if (r == COLL_OK) {
+            task_step_complete(req, i);
+        } else if (r == COLL_INPROGRESS) {
+            req->winq[req->nwinq++] = i;
+        }
+        return r < 0 ? r : COLL_OK;
+    }
     default:
         break;
     }
@@ -122,8 +135,43 @@ static coll_result_t task_step_start(coll_task_t *req, uint32_t i)
     return ep->ops->irecv(ep, &to->op);
 }
 
+static void task_fail(coll_task_t *req, uint32_t i, coll_result_t st)
+{
+    const coll_step_t *step = &req->entry->sched.steps[i];
+
+    if (req->status == COLL_OK) {
+        req->status    = st;
+        req->fail_peer = coll_step_is_win(step->kind) ? req->ops[i].wait_peer : step->peer;
+    }
+}
+
+/* Window steps that waited: run those whose flag or acknowledgement has come. */
+static void task_win_poll(coll_task_t *req)
+{
+    uint32_t k = 0;
+
+    while (k < req->nwinq && req->status == COLL_OK) {
+        uint32_t      i  = req->winq[k];
+        coll_result_t st = coll_win_step(req, i);
+
+        if (st == COLL_INPROGRESS) {
+            k++;
+            continue;
+        }
+        req->winq[k] = req->winq[--req->nwinq];
+        if (st < 0) {
+            task_fail(req, i, st);
+            return;
+        }
+        task_step_complete(req, i);
+    }
+}
+
 void coll_task_progress(coll_task_t *req)
 {
+    if (req->nwinq > 0 && req->status == COLL_OK) {
+        task_win_poll(req);
+    }
     while (req->status == COLL_OK && (req->nready > 0 || req->ndone > 0)) {
         while (req->ndone > 0) {
             task_step_complete(req, req->doneq[--req->ndone]);
@@ -131,14 +179,14 @@ void coll_task_progress(coll_task_t *req)
         if (req->nready > 0) {
             uint32_t      i  = req->ready[--req->nready];
             coll_result_t st = task_step_start(req, i);
-            if (st < 0 && req->status == COLL_OK) {
-                req->status    = st;
-                req->fail_peer = req->entry->sched.steps[i].peer;
+            if (st < 0) {
+                task_fail(req, i, st);
             }
         }
     }
     if (req->status == COLL_OK && req->ncomplete == req->nsteps) {
         req->finished = 1;
+        coll_win_end(req);
     }
 }
 
@@ -146,6 +194,9 @@ int coll_engine_waiting_peer(const coll_task_t *req)
 {
     const coll_sched_t *s         = &req->entry->sched;
     int                 send_peer = -1;
+    if (req->nwinq > 0 && req->ops != NULL) { /* a window flag or acknowledgement */
+        return req->ops[req->winq[0]].wait_peer;
+    }
     for (uint32_t i = 0; i < req->nsteps; i++) {
         const coll_step_t *st = &s->steps[i];
         if (!req->started[i] || req->ops == NULL) {

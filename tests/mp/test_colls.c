@@ -3,7 +3,9 @@
  * The correctness matrix of one collective (chosen at build time by MP_COLL): for every
  * transport in COLL_TEST_TRANSPORTS and nranks in {1,2,3,4,5,8}, fork the ranks once and run
  * every dtype x op x size {0, 1, 7, chunk+3, several chunks+odd} x {out of place, in place},
- * checking every output element exactly and that nothing past the output was written.
+ * checking every output element exactly and that nothing past the output was written. The
+ * shared-window all-reduces run on shm for 1..8 ranks, once with a window too small for the
+ * larger sizes (they fall back), and once over tcp (no windows: they fall back).
  * Usage: test_<coll> [-n NRANKS] [-t TRANSPORT]
  */
 #include "coll_test.h"
@@ -233,10 +235,11 @@ int main(int argc, char **argv)
     if (only_t != NULL) {
         tps[0] = only_t;
     }
-    static const int counts[] = {1, 2, 3, 4, 5, 8};
+    static const int counts[]     = {1, 2, 3, 4, 5, 8};
+    static const int win_counts[] = {1, 2, 3, 4, 5, 6, 7, 8};
     /* every algorithm of the collective, through COLL_ALGO (NULL: the automatic choice) */
-    static const char *const ar_algos[]   = {NULL, "recursive_doubling", "rabenseifner", "tree",
-                                             "hier"};
+    static const char *const ar_algos[] = {
+        NULL, "recursive_doubling", "rabenseifner", "tree", "hier", "oneshot", "twoshot"};
     static const char *const tree_algos[] = {NULL, "tree"};
     static const char *const rs_algos[]   = {NULL, "recursive_halving", "hier"};
     static const char *const ag_algos[]   = {NULL, "bruck", "hier"};
@@ -257,23 +260,32 @@ int main(int argc, char **argv)
         nalgos = (int)(sizeof(ag_algos) / sizeof(ag_algos[0]));
     }
     for (int a = 0; a < nalgos; a++) {
+        int window = algos[a] != NULL && strstr(algos[a], "shot") != NULL;
         if (algos[a] != NULL) {
             setenv("COLL_ALGO", algos[a], 1);
         }
         for (int t = 0; t < ntp; t++) {
-            for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++) {
-                if (only_n > 0 && counts[i] != only_n) {
+            const int *ns = window ? win_counts : counts;
+            size_t nns = window ? sizeof(win_counts) / sizeof(int) : sizeof(counts) / sizeof(int);
+            for (size_t i = 0; i < nns; i++) {
+                /* windows: every count on shm; elsewhere they only fall back, so once */
+                if ((only_n > 0 && ns[i] != only_n) ||
+                    (window && only_n == 0 && strcmp(tps[t], "shm") != 0 && ns[i] != 3)) {
                     continue;
                 }
+                /* shm, 4 ranks: a window smaller than the larger sizes, which fall back */
+                if (window && strcmp(tps[t], "shm") == 0) {
+                    setenv("COLL_SHM_WINDOW_SIZE", ns[i] == 4 ? "4k" : "1m", 1);
+                }
                 coll_test_opts_t o = {
-                    .nranks = counts[i], .want_comm = 1, .timeout_s = 300, .transport = tps[t]};
+                    .nranks = ns[i], .want_comm = 1, .timeout_s = 300, .transport = tps[t]};
                 printf("%s over %s, algorithm %s:\n", argv[0], tps[t],
                        algos[a] ? algos[a] : "auto");
                 fflush(stdout);
                 int rc = coll_test_run_ranks(&o, mp_rank_main, NULL);
                 total++;
                 failed += rc != 0;
-                printf("%s: %s, %d ranks, %s: %s\n", rc ? "FAIL" : "PASS", tps[t], counts[i],
+                printf("%s: %s, %d ranks, %s: %s\n", rc ? "FAIL" : "PASS", tps[t], ns[i],
                        algos[a] ? algos[a] : "auto", rc ? "failed" : "ok");
             }
         }

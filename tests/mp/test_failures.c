@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Failure behaviour, over every transport: a rank killed with SIGKILL in the middle of large
- * all-reduces makes every survivor fail with an error naming it, quickly; coll_comm_abort from
- * another thread unblocks a wait at once and the other ranks learn who aborted; a silent rank
- * turns into COLL_ERR_TIMEOUT naming it; garbage and silent connections to the bootstrap port
- * are rejected while the job still forms and works.
+ * all-reduces (and, over shm, of shared-window all-reduces, where survivors wait on flags
+ * rather than messages) makes every survivor fail with an error naming it, quickly;
+ * coll_comm_abort from another thread unblocks a wait at once and the other ranks learn who
+ * aborted; a silent rank turns into COLL_ERR_TIMEOUT naming it (also while waited on through a
+ * window); garbage and silent connections to the bootstrap port are rejected while the job
+ * still forms and works.
  */
 #include "coll_test.h"
 #include "bootstrap/wire.h"
@@ -27,19 +29,26 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* ---- kill -9 of rank `victim` while everyone runs 64 MiB all-reduces ---- */
+/* ---- kill -9 of rank `victim` while everyone runs all-reduces ---- */
+typedef struct {
+    int    victim;
+    size_t count; /* fp32 elements per call */
+    int    at;    /* the call the victim dies before */
+} kill_args_t;
+
 static int kill_rank(int rank, int n, coll_comm_t *comm, void *arg)
 {
-    int    victim = *(int *)arg;
-    size_t count  = 16u << 20; /* 64 MiB of fp32 */
-    float *buf    = malloc(count * sizeof(float));
+    const kill_args_t *ka     = arg;
+    int                victim = ka->victim;
+    size_t             count  = ka->count;
+    float             *buf    = malloc(count * sizeof(float));
     for (size_t i = 0; i < count; i++) {
         buf[i] = 1.0f;
     }
     double        t_fail = 0;
     coll_result_t st     = COLL_OK;
-    for (int it = 0; it < 1000 && st == COLL_OK; it++) {
-        if (rank == victim && it == 2) {
+    for (int it = 0; it < 100000 && st == COLL_OK; it++) {
+        if (rank == victim && it == ka->at) {
             raise(SIGKILL);
         }
         st     = coll_allreduce(buf, buf, count, COLL_FLOAT32, COLL_SUM, comm);
@@ -166,8 +175,22 @@ int main(void)
         for (int victim = 0; victim < 4; victim += 2) {
             coll_test_opts_t o = {
                 .nranks = 4, .want_comm = 1, .timeout_s = 120, .victim = victim + 1};
+            kill_args_t ka = {.victim = victim, .count = 16u << 20, .at = 2}; /* 64 MiB */
             failed += run(victim == 0 ? "kill -9 of rank 0 (root)" : "kill -9 of rank 2", tps[t], o,
-                          kill_rank, &victim);
+                          kill_rank, &ka);
+            total++;
+        }
+        /* shared windows: 256 KiB calls fit them; the victim dies between two calls, so the
+         * others wait for its flags or its acknowledgement */
+        static const char *const win_algos[] = {"allreduce:oneshot", "allreduce:twoshot"};
+        for (int a = 0; a < 2 && strcmp(tps[t], "shm") == 0; a++) {
+            coll_test_opts_t o  = {.nranks = 5, .want_comm = 1, .timeout_s = 120, .victim = 4};
+            kill_args_t      ka = {.victim = 3, .count = 64u << 10, .at = 50 + 7 * a};
+            char             what[64];
+            setenv("COLL_ALGO", win_algos[a], 1);
+            snprintf(what, sizeof(what), "kill -9 of rank 3 in %s", win_algos[a]);
+            failed += run(what, tps[t], o, kill_rank, &ka);
+            unsetenv("COLL_ALGO");
             total++;
         }
         coll_test_opts_t a = {.nranks = 3, .want_comm = 1, .timeout_s = 60};
@@ -177,6 +200,13 @@ int main(void)
         coll_test_opts_t to = {.nranks = 2, .want_comm = 1, .timeout_s = 60};
         failed += run("silent rank times out", tps[t], to, timeout_rank, NULL);
         total++;
+        if (strcmp(tps[t], "shm") == 0) { /* waiting for a window flag instead of a message */
+            setenv("COLL_ALGO", "allreduce:oneshot", 1);
+            failed +=
+                run("silent rank times out in allreduce:oneshot", tps[t], to, timeout_rank, NULL);
+            unsetenv("COLL_ALGO");
+            total++;
+        }
         setenv("COLL_TIMEOUT", "30", 1);
         coll_test_opts_t g = {
             .nranks = 3, .want_comm = 1, .timeout_s = 60, .before_share = garbage_client};

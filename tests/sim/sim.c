@@ -5,6 +5,11 @@
  * steps start and messages arrive in random order with random delays. Every running step holds
  * per-byte marks on the regions it reads (count) or writes (-1); conflicting marks are data
  * hazards. Data is moved with the library's reduction kernels. Not a performance model.
+ *
+ * Shared windows: every proc has a window (one call, one epoch). A PUT writes it and publishes
+ * its slot when it finishes; a GET* waits until the owner's slot is published, marks the
+ * owner's window region as read (so a PUT over it meanwhile is a hazard), and checks that
+ * every byte it reads was last written by the PUT of that slot (not overwritten, not stale).
  */
 #include "sim.h"
 
@@ -14,10 +19,12 @@
 #include <string.h>
 #include "reduce/reduce.h"
 
-enum { SIM_WAIT, SIM_READY, SIM_RUN, SIM_DONE };
+enum { SIM_WAIT, SIM_READY, SIM_FLAG, SIM_RUN, SIM_DONE }; /* SIM_FLAG: GET* waits for a slot */
 enum { SIM_A_START, SIM_A_FINISH, SIM_A_DELIVER, SIM_A_BUFFER };
 
 #define SIM_NONE UINT32_MAX
+#define SIM_WIN  COLL_BUF_COUNT       /* buffer id of a proc's window in marks and regions */
+#define SIM_NBUF (COLL_BUF_COUNT + 1) /* buffers per proc in marks */
 
 typedef struct {
     uint32_t type;
@@ -30,8 +37,9 @@ typedef struct {
     void    *copy; /* eager data, captured when the send completed early */
 } sim_msg_t;
 
-/* A region a step touches: buffer, range, and whether it writes it. */
+/* A region a step touches: whose memory, buffer, range, and whether it writes it. */
 typedef struct {
+    uint32_t proc;
     unsigned buf;
     uint64_t off, len;
     int      write;
@@ -50,7 +58,14 @@ typedef struct {
     uint32_t      nmsgs;
     sim_action_t *pool;
     uint32_t      npool;
-    int16_t     **marks; /* [proc * COLL_BUF_COUNT + buf] per byte: -1 written, k > 0 read */
+    int16_t     **marks; /* [proc * SIM_NBUF + buf] per byte: -1 written, k > 0 read */
+    char        **win;   /* [proc] window of win_size bytes */
+    uint32_t    **wrote; /* [proc] per window byte: 1 + slot of the PUT that wrote it last */
+    uint64_t      win_size;
+    uint32_t     *proc_of_rank; /* [rank] proc running that rank's schedule (SIM_NONE: none) */
+    uint8_t      *flag;         /* [proc * SLOTS + slot] published */
+    uint32_t     *flag_head;    /* [proc * SLOTS + slot] first GET* waiting for it */
+    uint32_t     *flag_next;    /* [gid] next GET* waiting for the same slot */
     uint64_t      rng;
     uint32_t      done;
     int           failed;
@@ -59,7 +74,7 @@ typedef struct {
     sim_stats_t   stats;
 } sim_t;
 
-static const char *const sim_buf_names[COLL_BUF_COUNT] = {"send", "recv", "scratch"};
+static const char *const sim_buf_names[SIM_NBUF] = {"send", "recv", "scratch", "window"};
 
 static uint64_t sim_rand(sim_t *sim)
 {
@@ -109,23 +124,42 @@ static void sim_push(sim_t *sim, uint32_t type, uint32_t id)
     sim->npool++;
 }
 
-static int sim_regions(const coll_step_t *st, sim_region_t r[2])
+/* The proc whose window a GET* reads (SIM_NONE if no proc runs that rank). */
+static uint32_t sim_owner(const sim_t *sim, uint32_t gid)
 {
-    int n = 0;
+    int peer = sim_step(sim, gid)->peer;
+    int n    = sim->procs[sim->proc_of[gid]].sched->nranks;
+
+    return (peer >= 0 && peer < n) ? sim->proc_of_rank[peer] : SIM_NONE;
+}
+
+static int sim_regions(const sim_t *sim, uint32_t gid, sim_region_t r[3])
+{
+    const coll_step_t *st = sim_step(sim, gid);
+    uint32_t           p  = sim->proc_of[gid];
+    int                n  = 0;
 
     switch (st->kind) {
     case COLL_STEP_SEND:
-        r[n++] = (sim_region_t){st->src_buf, st->src_off, st->len, 0};
+        r[n++] = (sim_region_t){p, st->src_buf, st->src_off, st->len, 0};
         break;
     case COLL_STEP_RECV:
     case COLL_STEP_DIV:
-        r[n++] = (sim_region_t){st->dst_buf, st->dst_off, st->len, 1};
+        r[n++] = (sim_region_t){p, st->dst_buf, st->dst_off, st->len, 1};
         break;
-    default: /* RECV_REDUCE, COPY, REDUCE: an exact alias of dst is covered by the write */
-        r[n++] = (sim_region_t){st->dst_buf, st->dst_off, st->len, 1};
-        if (st->kind == COLL_STEP_COPY || st->src_buf != st->dst_buf ||
-            st->src_off != st->dst_off) {
-            r[n++] = (sim_region_t){st->src_buf, st->src_off, st->len, 0};
+    case COLL_STEP_PUT:
+        r[n++] = (sim_region_t){p, SIM_WIN, st->win_off, st->len, 1};
+        r[n++] = (sim_region_t){p, st->src_buf, st->src_off, st->len, 0};
+        break;
+    default: /* RECV_REDUCE, COPY, REDUCE, GET*: an exact alias of dst is covered by the write */
+        r[n++] = (sim_region_t){p, st->dst_buf, st->dst_off, st->len, 1};
+        if (st->kind == COLL_STEP_GET || st->kind == COLL_STEP_GET_REDUCE) {
+            r[n++] = (sim_region_t){sim_owner(sim, gid), SIM_WIN, st->win_off, st->len, 0};
+        }
+        if (st->kind != COLL_STEP_GET &&
+            (st->kind == COLL_STEP_COPY || st->src_buf != st->dst_buf ||
+             st->src_off != st->dst_off)) {
+            r[n++] = (sim_region_t){p, st->src_buf, st->src_off, st->len, 0};
         }
         break;
     }
@@ -137,18 +171,18 @@ static char *sim_ptr(sim_t *sim, uint32_t p, unsigned buf, uint64_t off)
     return (char *)sim->procs[p].buf[buf] + off;
 }
 
-/* Finds a running step of proc p touching the region, for the hazard message. */
-static uint32_t sim_culprit(sim_t *sim, uint32_t p, uint32_t self, const sim_region_t *rg)
+/* Finds a running step touching the region (a window is touched by other procs too), for the
+ * hazard message. */
+static uint32_t sim_culprit(sim_t *sim, uint32_t self, const sim_region_t *rg)
 {
-    uint32_t n = sim->procs[p].sched->nsteps;
-
-    for (uint32_t g = sim->base[p]; g < sim->base[p] + n; g++) {
-        sim_region_t r[2];
-        int k = (g == self || sim->state[g] != SIM_RUN) ? 0 : sim_regions(sim_step(sim, g), r);
+    for (uint32_t g = 0; g < sim->total; g++) {
+        sim_region_t r[3];
+        int          k = (g == self || sim->state[g] != SIM_RUN) ? 0 : sim_regions(sim, g, r);
 
         for (int j = 0; j < k; j++) {
-            if (r[j].buf == rg->buf && r[j].len > 0 && r[j].off < rg->off + rg->len &&
-                rg->off < r[j].off + r[j].len && (r[j].write || rg->write)) {
+            if (r[j].proc == rg->proc && r[j].buf == rg->buf && r[j].len > 0 &&
+                r[j].off < rg->off + rg->len && rg->off < r[j].off + r[j].len &&
+                (r[j].write || rg->write)) {
                 return g;
             }
         }
@@ -196,7 +230,7 @@ static void sim_mark_add(int16_t *m, uint64_t len, int delta)
 
 static int sim_hazard(sim_t *sim, uint32_t gid, const sim_region_t *rg, const int16_t *m)
 {
-    uint32_t p = sim->proc_of[gid], c = sim_culprit(sim, p, gid, rg);
+    uint32_t c = sim_culprit(sim, gid, rg);
     uint64_t b = 0;
     char     d1[160], d2[160];
 
@@ -209,11 +243,22 @@ static int sim_hazard(sim_t *sim, uint32_t gid, const sim_region_t *rg, const in
                     c == SIM_NONE ? "?" : sim_desc(sim, c, d2, sizeof(d2)));
 }
 
+/* Bytes of buffer buf of proc p (its window: the simulated window size). */
+static uint64_t sim_size(const sim_t *sim, uint32_t p, unsigned buf)
+{
+    if (p == SIM_NONE || buf > SIM_WIN) {
+        return 0;
+    }
+    if (buf == SIM_WIN) {
+        return sim->win_size;
+    }
+    return sim->procs[p].buf[buf] != NULL ? sim->procs[p].size[buf] : 0;
+}
+
 static int sim_acquire(sim_t *sim, uint32_t gid)
 {
-    uint32_t     p = sim->proc_of[gid];
-    sim_region_t r[2];
-    int          n = sim_regions(sim_step(sim, gid), r);
+    sim_region_t r[3];
+    int          n = sim_regions(sim, gid, r);
     char         d[160];
 
     for (int j = 0; j < n; j++) {
@@ -222,15 +267,14 @@ static int sim_acquire(sim_t *sim, uint32_t gid)
         if (r[j].len == 0) {
             continue;
         }
-        if (r[j].buf >= COLL_BUF_COUNT || sim->procs[p].buf[r[j].buf] == NULL ||
-            r[j].off + r[j].len > sim->procs[p].size[r[j].buf]) {
-            return sim_fail(sim, "%s %s %s+%llu beyond the buffer (%zu bytes)",
+        if (r[j].off + r[j].len > sim_size(sim, r[j].proc, r[j].buf)) {
+            return sim_fail(sim, "%s %s %s+%llu beyond the buffer (%llu bytes)",
                             sim_desc(sim, gid, d, sizeof(d)), r[j].write ? "writes" : "reads",
-                            r[j].buf < COLL_BUF_COUNT ? sim_buf_names[r[j].buf] : "bad",
+                            r[j].buf < SIM_NBUF ? sim_buf_names[r[j].buf] : "bad",
                             (unsigned long long)r[j].off,
-                            r[j].buf < COLL_BUF_COUNT ? sim->procs[p].size[r[j].buf] : 0);
+                            (unsigned long long)sim_size(sim, r[j].proc, r[j].buf));
         }
-        m = sim->marks[p * COLL_BUF_COUNT + r[j].buf] + r[j].off;
+        m = sim->marks[r[j].proc * SIM_NBUF + r[j].buf] + r[j].off;
         if (sim_conflict(m, r[j].len, r[j].write)) {
             return sim_hazard(sim, gid, &r[j], m);
         }
@@ -245,9 +289,8 @@ static int sim_acquire(sim_t *sim, uint32_t gid)
 
 static void sim_release(sim_t *sim, uint32_t gid)
 {
-    uint32_t     p = sim->proc_of[gid];
-    sim_region_t r[2];
-    int          n = sim_regions(sim_step(sim, gid), r);
+    sim_region_t r[3];
+    int          n = sim_regions(sim, gid, r);
 
     for (int j = 0; j < n; j++) {
         int16_t *m;
@@ -255,7 +298,7 @@ static void sim_release(sim_t *sim, uint32_t gid)
         if (r[j].len == 0) {
             continue;
         }
-        m = sim->marks[p * COLL_BUF_COUNT + r[j].buf] + r[j].off;
+        m = sim->marks[r[j].proc * SIM_NBUF + r[j].buf] + r[j].off;
         if (r[j].write) {
             memset(m, 0, r[j].len * sizeof(*m));
         } else {
@@ -282,11 +325,78 @@ static void sim_complete(sim_t *sim, uint32_t gid)
     }
 }
 
+/* ---- shared windows ---- */
+
+static int sim_is_get(const coll_step_t *st)
+{
+    return st->kind == COLL_STEP_GET || st->kind == COLL_STEP_GET_REDUCE;
+}
+
+/* A GET* may run once its owner published the slot; until then it waits in the slot's list. */
+static int sim_flag_ready(sim_t *sim, uint32_t gid)
+{
+    const coll_step_t *st    = sim_step(sim, gid);
+    uint32_t           owner = sim_owner(sim, gid), idx;
+    char               d[160];
+
+    if (owner == SIM_NONE) {
+        sim_fail(sim, "%s reads the window of a rank no proc runs", sim_desc(sim, gid, d, 160));
+        return 0;
+    }
+    idx = owner * COLL_SCHED_WIN_SLOTS + st->tag;
+    if (sim->flag[idx]) {
+        return 1;
+    }
+    sim->state[gid]     = SIM_FLAG;
+    sim->flag_next[gid] = sim->flag_head[idx];
+    sim->flag_head[idx] = gid;
+    return 0;
+}
+
+/* A PUT finished: the bytes it wrote belong to its slot, which is published. */
+static void sim_publish(sim_t *sim, uint32_t gid)
+{
+    const coll_step_t *st  = sim_step(sim, gid);
+    uint32_t           p   = sim->proc_of[gid];
+    uint32_t           idx = p * COLL_SCHED_WIN_SLOTS + st->tag;
+
+    for (uint64_t b = 0; b < st->len; b++) {
+        sim->wrote[p][st->win_off + b] = st->tag + 1;
+    }
+    sim->flag[idx] = 1;
+    for (uint32_t w = sim->flag_head[idx]; w != SIM_NONE; w = sim->flag_next[w]) {
+        sim->state[w] = SIM_READY;
+        sim_push(sim, SIM_A_START, w);
+    }
+    sim->flag_head[idx] = SIM_NONE;
+}
+
+/* Window data a GET* reads: every byte must come from the PUT of its slot. */
+static const char *sim_window_data(sim_t *sim, uint32_t gid)
+{
+    const coll_step_t *st    = sim_step(sim, gid);
+    uint32_t           owner = sim_owner(sim, gid);
+    char               d[160];
+
+    for (uint64_t b = 0; b < st->len; b++) {
+        if (sim->wrote[owner][st->win_off + b] != st->tag + 1) {
+            sim_fail(sim, "%s reads window byte %llu of rank %d not written by its put of slot %u",
+                     sim_desc(sim, gid, d, sizeof(d)), (unsigned long long)(st->win_off + b),
+                     st->peer, st->tag);
+            return NULL;
+        }
+    }
+    return sim->win[owner] + st->win_off;
+}
+
 static void sim_start(sim_t *sim, uint32_t gid)
 {
     const coll_step_t *st = sim_step(sim, gid);
     sim_msg_t         *m;
 
+    if (sim_is_get(st) && !sim_flag_ready(sim, gid)) {
+        return;
+    }
     if (sim_acquire(sim, gid) != 0) {
         return;
     }
@@ -320,17 +430,37 @@ static void sim_local(sim_t *sim, uint32_t gid)
     const coll_step_t  *st  = sim_step(sim, gid);
     size_t              n   = st->len / coll_dtype_size(s->dtype);
     char               *dst = sim_ptr(sim, p, st->dst_buf, st->dst_off);
+    const char         *src = sim_ptr(sim, p, st->src_buf, st->src_off), *win = NULL;
 
+    if (sim_is_get(st) && (win = sim_window_data(sim, gid)) == NULL) {
+        return;
+    }
     if (st->len > 0) {
-        if (st->kind == COLL_STEP_COPY) {
-            memcpy(dst, sim_ptr(sim, p, st->src_buf, st->src_off), st->len);
-        } else if (st->kind == COLL_STEP_REDUCE) {
-            coll_reduce3(s->dtype, s->op, dst, dst, sim_ptr(sim, p, st->src_buf, st->src_off), n);
-        } else {
+        switch (st->kind) {
+        case COLL_STEP_COPY:
+            memcpy(dst, src, st->len);
+            break;
+        case COLL_STEP_REDUCE:
+            coll_reduce3(s->dtype, s->op, dst, dst, src, n);
+            break;
+        case COLL_STEP_PUT:
+            memcpy(sim->win[p] + st->win_off, src, st->len);
+            break;
+        case COLL_STEP_GET:
+            memcpy(dst, win, st->len);
+            break;
+        case COLL_STEP_GET_REDUCE:
+            coll_reduce3(s->dtype, s->op, dst, src, win, n);
+            break;
+        default:
             coll_reduce_div(s->dtype, dst, n, s->nranks);
+            break;
         }
     }
     sim_complete(sim, gid);
+    if (st->kind == COLL_STEP_PUT) {
+        sim_publish(sim, gid);
+    }
 }
 
 /* The send completes before the receive is posted: the data is captured now. */
@@ -485,10 +615,47 @@ static void sim_deadlock(sim_t *sim)
         }
         len += snprintf(sim->err + len, sim->errlen - (size_t)len, " [%s: %s]",
                         sim_desc(sim, g, d, sizeof(d)),
-                        sim->state[g] == SIM_WAIT ? "waits for dependencies" : "unmatched");
+                        sim->state[g] == SIM_WAIT   ? "waits for dependencies"
+                        : sim->state[g] == SIM_FLAG ? "waits for a window slot never published"
+                                                    : "unmatched");
         shown++;
     }
     sim->failed = 1;
+}
+
+/* Windows (as large as the largest any schedule uses), slot flags, and rank -> proc. */
+static int sim_setup_windows(sim_t *sim)
+{
+    size_t slots  = (size_t)sim->nprocs * COLL_SCHED_WIN_SLOTS;
+    int    nranks = 1;
+
+    for (int p = 0; p < sim->nprocs; p++) {
+        const coll_sched_t *s = sim->procs[p].sched;
+        sim->win_size         = s->win_bytes > sim->win_size ? s->win_bytes : sim->win_size;
+        nranks                = s->nranks > nranks ? s->nranks : nranks;
+    }
+    sim->win          = calloc((size_t)sim->nprocs, sizeof(*sim->win));
+    sim->wrote        = calloc((size_t)sim->nprocs, sizeof(*sim->wrote));
+    sim->proc_of_rank = malloc((size_t)nranks * sizeof(uint32_t));
+    sim->flag         = calloc(slots, 1);
+    sim->flag_head    = malloc(slots * sizeof(uint32_t));
+    if (sim->win == NULL || sim->wrote == NULL || sim->proc_of_rank == NULL || sim->flag == NULL ||
+        sim->flag_head == NULL) {
+        return sim_fail(sim, "out of memory");
+    }
+    memset(sim->proc_of_rank, 0xff, (size_t)nranks * sizeof(uint32_t));
+    memset(sim->flag_head, 0xff, slots * sizeof(uint32_t));
+    for (int p = 0; p < sim->nprocs; p++) {
+        sim->proc_of_rank[sim->procs[p].sched->rank] = (uint32_t)p;
+        sim->win[p]                                  = calloc(sim->win_size + 1, 1);
+        sim->wrote[p]                                = calloc(sim->win_size + 1, sizeof(uint32_t));
+        sim->marks[p * SIM_NBUF + SIM_WIN]           = calloc(sim->win_size + 1, sizeof(int16_t));
+        if (sim->win[p] == NULL || sim->wrote[p] == NULL ||
+            sim->marks[p * SIM_NBUF + SIM_WIN] == NULL) {
+            return sim_fail(sim, "out of memory");
+        }
+    }
+    return 0;
 }
 
 static int sim_setup(sim_t *sim)
@@ -496,7 +663,7 @@ static int sim_setup(sim_t *sim)
     uint32_t g = 0;
 
     sim->base  = calloc((size_t)sim->nprocs + 1, sizeof(*sim->base));
-    sim->marks = calloc((size_t)sim->nprocs * COLL_BUF_COUNT, sizeof(*sim->marks));
+    sim->marks = calloc((size_t)sim->nprocs * SIM_NBUF, sizeof(*sim->marks));
     if (sim->base == NULL || sim->marks == NULL) {
         return sim_fail(sim, "out of memory");
     }
@@ -507,21 +674,25 @@ static int sim_setup(sim_t *sim)
         sim->base[p] = sim->total;
         sim->total += sim->procs[p].sched->nsteps;
         for (int b = 0; b < COLL_BUF_COUNT; b++) {
-            size_t sz = sim->procs[p].buf[b] != NULL ? sim->procs[p].size[b] : 0;
-            sim->marks[p * COLL_BUF_COUNT + b] = calloc(sz + 1, sizeof(int16_t));
-            if (sim->marks[p * COLL_BUF_COUNT + b] == NULL) {
+            size_t sz                    = sim->procs[p].buf[b] != NULL ? sim->procs[p].size[b] : 0;
+            sim->marks[p * SIM_NBUF + b] = calloc(sz + 1, sizeof(int16_t));
+            if (sim->marks[p * SIM_NBUF + b] == NULL) {
                 return sim_fail(sim, "out of memory");
             }
         }
     }
-    sim->proc_of = malloc(((size_t)sim->total + 1) * sizeof(uint32_t));
-    sim->deps    = malloc(((size_t)sim->total + 1) * sizeof(uint32_t));
-    sim->msg_of  = malloc(((size_t)sim->total + 1) * sizeof(uint32_t));
-    sim->state   = calloc((size_t)sim->total + 1, 1);
-    sim->msgs    = calloc((size_t)sim->total + 1, sizeof(sim_msg_t));
-    sim->pool    = malloc(((size_t)sim->total * 4 + 1) * sizeof(sim_action_t));
+    if (sim_setup_windows(sim) != 0) {
+        return -1;
+    }
+    sim->proc_of   = malloc(((size_t)sim->total + 1) * sizeof(uint32_t));
+    sim->deps      = malloc(((size_t)sim->total + 1) * sizeof(uint32_t));
+    sim->msg_of    = malloc(((size_t)sim->total + 1) * sizeof(uint32_t));
+    sim->state     = calloc((size_t)sim->total + 1, 1);
+    sim->msgs      = calloc((size_t)sim->total + 1, sizeof(sim_msg_t));
+    sim->pool      = malloc(((size_t)sim->total * 5 + 1) * sizeof(sim_action_t));
+    sim->flag_next = malloc(((size_t)sim->total + 1) * sizeof(uint32_t));
     if (sim->proc_of == NULL || sim->deps == NULL || sim->msg_of == NULL || sim->state == NULL ||
-        sim->msgs == NULL || sim->pool == NULL) {
+        sim->msgs == NULL || sim->pool == NULL || sim->flag_next == NULL) {
         return sim_fail(sim, "out of memory");
     }
     for (int p = 0; p < sim->nprocs; p++) {
@@ -538,9 +709,19 @@ static void sim_free(sim_t *sim)
     for (uint32_t i = 0; sim->msgs != NULL && i < sim->nmsgs; i++) {
         free(sim->msgs[i].copy);
     }
-    for (int i = 0; sim->marks != NULL && i < sim->nprocs * COLL_BUF_COUNT; i++) {
+    for (int i = 0; sim->marks != NULL && i < sim->nprocs * SIM_NBUF; i++) {
         free(sim->marks[i]);
     }
+    for (int p = 0; p < sim->nprocs; p++) {
+        free(sim->win != NULL ? sim->win[p] : NULL);
+        free(sim->wrote != NULL ? sim->wrote[p] : NULL);
+    }
+    free(sim->win);
+    free(sim->wrote);
+    free(sim->proc_of_rank);
+    free(sim->flag);
+    free(sim->flag_head);
+    free(sim->flag_next);
     free(sim->marks);
     free(sim->base);
     free(sim->proc_of);
@@ -602,94 +783,4 @@ int sim_run(sim_proc_t *procs, int nprocs, uint64_t seed, sim_stats_t *stats_p, 
     }
     sim_free(&sim);
     return sim.failed ? -1 : 0;
-}
-
-/* ---- self-test: bugs the simulator must find ---- */
-
-enum { SIM_BUG_DEADLOCK, SIM_BUG_LENGTH, SIM_BUG_UNMATCHED, SIM_BUG_BOUNDS, SIM_BUG_WAR };
-
-/* Two ranks with one planted bug (or, with fixed, the corrected schedule). */
-static int sim_pair_run(int bug, int fixed, uint64_t seed, char *err, size_t errlen)
-{
-    static char  bufs[2][2][64];
-    coll_sched_t s[2];
-    sim_proc_t   procs[2];
-    int          a, b, rc = -1;
-
-    coll_sched_init(&s[0], 0, 2, COLL_INT32, COLL_SUM);
-    coll_sched_init(&s[1], 1, 2, COLL_INT32, COLL_SUM);
-    switch (bug) {
-    case SIM_BUG_DEADLOCK: /* each rank waits for the other's message before it sends */
-        a = coll_sched_recv(&s[0], 1, 0, COLL_BUF_RECV, 0, 8);
-        coll_sched_dep(&s[0], coll_sched_send(&s[0], 1, 1, COLL_BUF_SEND, 0, 8), a);
-        b = coll_sched_recv(&s[1], 0, 1, COLL_BUF_RECV, 0, 8);
-        coll_sched_dep(&s[1], coll_sched_send(&s[1], 0, 0, COLL_BUF_SEND, 0, 8), b);
-        break;
-    case SIM_BUG_LENGTH:
-    case SIM_BUG_UNMATCHED:
-    case SIM_BUG_BOUNDS:
-        coll_sched_send(&s[0], 1, 0, bug == SIM_BUG_BOUNDS ? COLL_BUF_SCRATCH : COLL_BUF_SEND, 0,
-                        8);
-        if (bug != SIM_BUG_UNMATCHED) {
-            coll_sched_recv(&s[1], 0, 0, COLL_BUF_RECV, 0, bug == SIM_BUG_LENGTH ? 4 : 8);
-        }
-        break;
-    default: /* rank 0 receives into the region it may still be sending from */
-        a = coll_sched_send(&s[0], 1, 0, COLL_BUF_RECV, 0, 16);
-        b = coll_sched_recv(&s[0], 1, 1, COLL_BUF_RECV, 8, 16);
-        coll_sched_dep(&s[0], b, fixed ? a : -1);
-        coll_sched_recv(&s[1], 0, 0, COLL_BUF_RECV, 0, 16);
-        coll_sched_send(&s[1], 0, 1, COLL_BUF_SEND, 0, 16);
-        break;
-    }
-    memset(procs, 0, sizeof(procs));
-    if (coll_sched_finalize(&s[0]) == COLL_OK && coll_sched_finalize(&s[1]) == COLL_OK) {
-        for (int r = 0; r < 2; r++) {
-            procs[r].sched = &s[r];
-            for (int k = 0; k < 2; k++) {
-                procs[r].buf[k]  = bufs[r][k];
-                procs[r].size[k] = sizeof(bufs[r][k]);
-            }
-        }
-        rc = sim_run(procs, 2, seed, NULL, err, errlen);
-    } else {
-        snprintf(err, errlen, "self-test schedule did not build");
-    }
-    coll_sched_destroy(&s[0]);
-    coll_sched_destroy(&s[1]);
-    return rc;
-}
-
-int sim_selftest(char *err, size_t errlen)
-{
-    static const char *const expect[] = {"deadlock", "length mismatch", "send without a receive",
-                                         "beyond", "hazard"};
-    char                     msg[512];
-    int                      hazards = 0;
-
-    for (int bug = SIM_BUG_DEADLOCK; bug < SIM_BUG_WAR; bug++) {
-        if (sim_pair_run(bug, 0, 1, msg, sizeof(msg)) == 0 || strstr(msg, expect[bug]) == NULL) {
-            snprintf(err, errlen, "planted bug not reported as \"%s\" (got \"%s\")", expect[bug],
-                     msg);
-            return -1;
-        }
-    }
-    for (uint64_t seed = 1; seed <= 40; seed++) { /* a hazard shows in some interleavings */
-        if (sim_pair_run(SIM_BUG_WAR, 1, seed, msg, sizeof(msg)) != 0) {
-            snprintf(err, errlen, "correct schedule reported: %s", msg);
-            return -1;
-        }
-        if (sim_pair_run(SIM_BUG_WAR, 0, seed, msg, sizeof(msg)) != 0) {
-            if (strstr(msg, "hazard") == NULL) {
-                snprintf(err, errlen, "missing WAR edge reported as: %s", msg);
-                return -1;
-            }
-            hazards++;
-        }
-    }
-    if (hazards == 0) {
-        snprintf(err, errlen, "a missing WAR edge went unnoticed in 40 interleavings");
-        return -1;
-    }
-    return 0;
 }

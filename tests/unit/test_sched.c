@@ -346,7 +346,7 @@ static void run_case(const tcase_t *tc)
 
 /* ---- sweeps ---- */
 
-static const int          rank_counts[] = {1, 2, 3, 4, 5, 7, 8, 16};
+static const int          rank_counts[] = {1, 2, 3, 4, 5, 6, 7, 8, 16};
 static const coll_dtype_t dtypes[]      = {COLL_INT32, COLL_FLOAT32, COLL_BFLOAT16};
 static const coll_redop_t redops[]      = {COLL_SUM, COLL_AVG, COLL_MAX, COLL_PROD};
 static const size_t       chunk_sizes[] = {64, 4096};
@@ -457,12 +457,34 @@ static void sweep_shape(const tcase_t *shape, int quick)
     }
 }
 
+/* One host whose ranks share windows large enough for every case here. */
+static void window_layout(coll_layout_t *l, int n)
+{
+    ASSERT_OK(coll_layout_init_blocks(l, n, 1));
+    l->shared_window = 1;
+    l->window_bytes  = (size_t)1 << 20;
+}
+
+/* An algorithm that runs only where the ranks share windows. */
+static int needs_window(const coll_algo_t *a)
+{
+    coll_args_t args = {
+        .coll = COLL_OP_ALLREDUCE, .count = 1, .dtype = COLL_INT32, .root = -1, .chunk_bytes = 64};
+    return (a->colls & (1u << COLL_OP_ALLREDUCE)) != 0 && !a->supported(2, &args) &&
+           strcmp(a->name, "hier") != 0;
+}
+
 /* Host layouts a composed algorithm is tried on: blocks of consecutive ranks and ranks dealt
- * round-robin, in 2 hosts and (when they divide) 4; empty for a flat algorithm (NULL layout). */
+ * round-robin, in 2 hosts and (when they divide) 4; for a window algorithm one shared host;
+ * empty for a flat algorithm (NULL layout). */
 static int sweep_layouts(const coll_algo_t *a, int n, coll_layout_t *ls, int max)
 {
     int k = 0;
 
+    if (needs_window(a)) {
+        window_layout(&ls[k++], n);
+        return k;
+    }
     if (strcmp(a->name, "hier") != 0) {
         return 0;
     }
@@ -486,7 +508,7 @@ static void sweep_coll(const coll_algo_t *a, coll_op_t coll, int quick)
         coll_layout_t layouts[4];
         int           n    = rank_counts[ni];
         int           nl   = sweep_layouts(a, n, layouts, 4);
-        int           flat = strcmp(a->name, "hier") != 0;
+        int           flat = nl == 0 && strcmp(a->name, "hier") != 0;
 
         for (int li = 0; li < (flat ? 1 : nl); li++) {
             for (size_t ci = 0; ci < COLL_ARRAY_SIZE(chunk_sizes); ci++) {
@@ -612,22 +634,25 @@ static void sweep_barrier(const coll_algo_t *a)
 static void run_identity(const coll_algo_t *algo, int n, coll_dtype_t dt, coll_redop_t op,
                          size_t count, int ip, uint64_t seed)
 {
-    tcase_t      tc = {.algo = algo, .nranks = n, .seed = seed};
-    coll_sched_t s[MAX_RANKS];
-    trank_t      ranks[MAX_RANKS];
-    sim_proc_t   procs[MAX_RANKS];
-    size_t       es = coll_dtype_size(dt);
-    char         err[1024], d[256];
-    double       maxdiff = 0.0, tol = (dt == COLL_FLOAT32) ? 1e-4 : 0.1;
-    char        *ref;
+    tcase_t       tc = {.algo = algo, .nranks = n, .seed = seed};
+    coll_sched_t  s[MAX_RANKS];
+    trank_t       ranks[MAX_RANKS];
+    sim_proc_t    procs[MAX_RANKS];
+    size_t        es = coll_dtype_size(dt);
+    char          err[1024], d[256];
+    double        maxdiff = 0.0, tol = (dt == COLL_FLOAT32) ? 1e-4 : 0.1;
+    char         *ref;
+    coll_layout_t wl;
 
+    window_layout(&wl, n);
     tc.args = (coll_args_t){.coll        = COLL_OP_ALLREDUCE,
                             .count       = count,
                             .dtype       = dt,
                             .op          = op,
                             .root        = -1,
                             .in_place    = ip,
-                            .chunk_bytes = 64};
+                            .chunk_bytes = 64,
+                            .layout      = needs_window(algo) ? &wl : NULL};
     tbuild(&tc, s);
     for (int r = 0; r < n; r++) {
         uint64_t state = seed * 7919u + (uint64_t)r;
@@ -682,12 +707,14 @@ static void run_identity(const coll_algo_t *algo, int n, coll_dtype_t dt, coll_r
         trank_free(&ranks[r]);
         coll_sched_destroy(&s[r]);
     }
+    coll_layout_fini(&wl);
     ncases++;
 }
 
 static void test_bit_identity(void)
 {
-    static const char *const  algos[]  = {"ring", "recursive_doubling", "rabenseifner", "tree"};
+    static const char *const algos[] = {
+        "ring", "recursive_doubling", "rabenseifner", "tree", "oneshot", "twoshot"};
     static const size_t       counts[] = {1, 7, 37, 200};
     static const coll_redop_t ops[]    = {COLL_SUM, COLL_AVG};
 

@@ -4,7 +4,8 @@
  * relays their listen handles and barriers through pipes; the ranks drive the transport's ops
  * table directly. Covers message sizes, traffic in both directions at once, unexpected and
  * out-of-order messages, reductions on arrival, block()/wake(), corrupt frames, length
- * mismatches, a dead peer, and that nothing is left in /dev/shm.
+ * mismatches, a dead peer, shared windows (flags, acknowledgements, sleeping on them, a dead
+ * window owner), and that nothing is left in /dev/shm.
  */
 #include "shm/shm.h"
 #include "coll_test.h"
@@ -519,6 +520,68 @@ static void phase_fail(coll_tp_ctx_t *ctx, coll_tp_ep_t **eps, uint64_t comm_id)
     }
 }
 
+/* ---- phase D: shared windows on 3 ranks ---- */
+
+/* The engine's loop: progress (forgets old polls), poll, sleep until something changed. With
+ * live_check_s huge, a lost wake-up hangs here (alarm). */
+static coll_result_t win_wait(coll_tp_ctx_t *ctx, int rank, uint32_t slot, uint64_t epoch)
+{
+    coll_result_t st;
+    int           who = -1;
+
+    for (;;) {
+        T->progress(ctx);
+        st = (rank < 0) ? T->win_acked(ctx, epoch, &who)
+                        : T->win_poll(ctx, rank, (int)(epoch & 1), slot, epoch);
+        if (st != COLL_INPROGRESS) {
+            return st;
+        }
+        ASSERT_TRUE(rank >= 0 || (who >= 0 && who < g_nranks));
+        T->block(ctx, 60.0);
+    }
+}
+
+static void phase_win(coll_tp_ctx_t *ctx, coll_tp_ep_t **eps, uint64_t comm_id)
+{
+    size_t len = T->win_size(ctx);
+    int    n   = g_nranks;
+
+    ASSERT_EQ(len, 61440); /* COLL_SHM_WINDOW_SIZE=61000 rounds up to pages */
+    ctx->live_check_s = 1e6;
+    for (uint64_t epoch = 1; epoch <= 3; epoch++) { /* epoch 3 reuses the half of epoch 1 */
+        unsigned char *mine = T->win_ptr(ctx, g_rank, (int)(epoch & 1));
+        if (epoch == 3) {
+            ASSERT_OK(win_wait(ctx, -1, 0, 1)); /* every rank is done with epoch 1 */
+        }
+        for (size_t i = 0; i < len; i++) {
+            mine[i] = pattern(g_rank, (int)epoch, i, 0);
+        }
+        T->win_publish(ctx, (int)(epoch & 1), 3, epoch);
+        for (int p = 0; p < n; p++) {
+            const unsigned char *w = T->win_ptr(ctx, p, (int)(epoch & 1));
+            ASSERT_OK(win_wait(ctx, p, 3, epoch));
+            for (size_t i = 0; i < len; i += 97) {
+                ASSERT_EQ(w[i], pattern(p, (int)epoch, i, 0));
+            }
+        }
+        ASSERT_EQ(T->win_poll(ctx, (g_rank + 1) % n, (int)(epoch & 1), 4, epoch),
+                  COLL_INPROGRESS); /* another slot: not published */
+        T->win_ack(ctx, epoch);
+    }
+    ASSERT_OK(win_wait(ctx, -1, 0, 3));
+    barrier();
+    /* rank 2 dies: rank 0 waits for its flag, rank 1 for its acknowledgement of epoch 4 */
+    ctx->live_check_s    = 0.05;
+    ctx->next_live_check = 0;
+    if (g_rank == 2) {
+        _exit(0);
+    }
+    T->win_ack(ctx, 4);
+    ASSERT_EQ(win_wait(ctx, g_rank == 0 ? 2 : -1, 5, 4), COLL_ERR_REMOTE);
+    (void)eps;
+    (void)comm_id;
+}
+
 /* ---- driver ---- */
 
 static void rank_main(int nranks, uint64_t comm_id, rank_fn_t fn, int do_established)
@@ -686,6 +749,8 @@ int main(void)
     int failed = run_phase(4, phase_data, 1, base + 1);
     failed |= run_phase(3, phase_fail, 1, base + 2);
     failed |= run_phase(2, phase_setup, 0, base + 3);
+    setenv("COLL_SHM_WINDOW_SIZE", "61000", 1);
+    failed |= run_phase(3, phase_win, 1, base + 4);
     printf("%s\n", failed ? "FAIL" : "PASS");
     return failed;
 }

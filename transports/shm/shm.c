@@ -3,8 +3,8 @@
  * Shared-memory transport for ranks on one host: context and endpoints, the non-blocking data
  * path (isend queues and pushes frames, progress drains incoming frames straight into tag
  * matching, which copies or reduces out of shared memory), polite waiting on a futex doorbell,
- * dead-peer detection, and the ops table. Ring and segment mechanics live in shm_ring.c and
- * shm_seg.c; tag matching in transports/match.c.
+ * dead-peer detection, and the ops table. Ring, segment and window mechanics live in
+ * shm_ring.c, shm_seg.c and shm_win.c; tag matching in transports/match.c.
  */
 #include "shm.h"
 #include "error.h"
@@ -63,10 +63,16 @@ static coll_result_t shm_init(const coll_tp_init_args_t *args, coll_tp_ctx_t **c
         ctx->lidx[r] = args->peers[r].host_hash == host ? ctx->nlocal++ : -1;
     }
     ctx->ring_size    = shm_ring_size_param();
+    ctx->win_size     = shm_win_size_param(ctx->nlocal == ctx->nranks && ctx->nranks > 1);
     ctx->live_check_s = SHM_LIVE_CHECK_S;
     ctx->bell         = &ctx->private_bell;
     ctx->seg.fd       = -1;
-    *ctx_p            = ctx;
+    if (shm_win_init(ctx) != COLL_OK) {
+        coll_free(ctx->lidx);
+        coll_free(ctx);
+        return COLL_ERR_NO_MEMORY;
+    }
+    *ctx_p = ctx;
     return COLL_OK;
 }
 
@@ -96,6 +102,7 @@ static coll_result_t shm_listen(coll_tp_ctx_t *ctx, void *handle, size_t *handle
         COLL_CHECK(shm_seg_create(&ctx->seg, ctx, nslots));
         ctx->have_seg = 1;
         ctx->bell     = &ctx->seg.hdr->bell;
+        ctx->win      = shm_seg_win(&ctx->seg);
     }
     memset(&h, 0, sizeof(h));
     h.magic     = SHM_HANDLE_MAGIC;
@@ -104,6 +111,7 @@ static coll_result_t shm_listen(coll_tp_ctx_t *ctx, void *handle, size_t *handle
     h.pid       = (int32_t)getpid();
     h.nslots    = nslots;
     h.ring_size = ctx->ring_size;
+    h.win_size  = ctx->win_size;
     if (ctx->have_seg) {
         h.seg_size = ctx->seg.size;
         coll_strlcpy(h.name, ctx->seg.name, sizeof(h.name));
@@ -142,6 +150,9 @@ static void shm_ep_free(shm_ep_t *ep)
             break;
         }
     }
+    if (ctx->ep_of[ep->base.peer] == ep) {
+        ctx->ep_of[ep->base.peer] = NULL;
+    }
     shm_ep_fail(ep, COLL_ERR_ABORTED);
     shm_seg_close(&ep->peer_seg);
     coll_free(ep);
@@ -176,7 +187,10 @@ static coll_result_t shm_ep_create(coll_tp_ctx_t *ctx, int peer, const void *han
                   peer);
     shm_ring_view(&ep->rx, shm_seg_ring(&ctx->seg, shm_slot(ctx, ctx->rank, peer)), ctx->ring_size,
                   peer);
-    *ep_p = ep;
+    ep->win          = shm_seg_win(&ep->peer_seg);
+    ep->win_size     = h.win_size;
+    ctx->ep_of[peer] = ep;
+    *ep_p            = ep;
     return COLL_OK;
 
 err:
@@ -201,6 +215,7 @@ static coll_result_t shm_connect_all(coll_tp_ctx_t *ctx, const int *peers, int n
                         st, err);
         eps_p[i] = &ep->base;
     }
+    shm_win_connect(ctx, handles);
     coll_debug(SHM, "rank %d connected to %d local peers (rings of %" PRIu64 " bytes)", ctx->rank,
                npeers, ctx->ring_size);
     return COLL_OK;
@@ -234,6 +249,7 @@ static void shm_finalize(coll_tp_ctx_t *ctx)
     if (ctx->have_seg) {
         shm_seg_close(&ctx->seg);
     }
+    shm_win_fini(ctx);
     coll_free(ctx->lidx);
     coll_free(ctx);
 }
@@ -307,9 +323,11 @@ static int shm_ep_drain(shm_ep_t *ep)
     return 1;
 }
 
+/* Work that needs the peer alive: queued sends, posted receives, a window poll of the last pass. */
 static int shm_ep_pending(const shm_ep_t *ep)
 {
-    return ep->status == COLL_OK && (ep->sendq_head != NULL || coll_tp_match_busy(&ep->match));
+    return ep->status == COLL_OK && (ep->sendq_head != NULL || coll_tp_match_busy(&ep->match) ||
+                                     ep->ctx->win_armed[ep->base.peer] != 0);
 }
 
 /* A peer that exited (its segment lock is gone) fails the endpoint, unless it left data. */
@@ -321,9 +339,11 @@ static int shm_check_peers(coll_tp_ctx_t *ctx)
             shm_ring_nonempty(&ep->rx)) {
             continue;
         }
-        coll_error(SHM, "rank %d (pid %d) exited while rank %d still %s it", ep->base.peer,
+        coll_error(SHM, "rank %d (pid %d) exited while rank %d still %s", ep->base.peer,
                    (int)ep->peer_seg.hdr->pid, ctx->rank,
-                   ep->sendq_head != NULL ? "sends to" : "expects data from");
+                   ep->sendq_head != NULL                ? "sends to it"
+                   : coll_tp_match_busy(&ep->match) != 0 ? "expects data from it"
+                                                         : "waits on its window");
         shm_ep_fail(ep, COLL_ERR_REMOTE);
         failed = 1;
     }
@@ -351,6 +371,7 @@ static int shm_progress(coll_tp_ctx_t *ctx)
             moved                = shm_check_peers(ctx);
         }
     }
+    shm_win_disarm(ctx); /* the engine polls again after this pass and re-arms what it waits for */
     return moved;
 }
 
@@ -406,6 +427,9 @@ static coll_result_t shm_irecv(coll_tp_ep_t *base, coll_tp_op_t *op)
 
 static int shm_has_work(coll_tp_ctx_t *ctx, int *pending_p)
 {
+    if (shm_win_has_work(ctx, pending_p)) {
+        return 1;
+    }
     for (shm_ep_t *ep = ctx->eps; ep != NULL; ep = ep->next) {
         if (ep->status != COLL_OK) {
             continue;
@@ -461,4 +485,10 @@ const coll_transport_ops_t coll_tp_shm_ops = {
     .block       = shm_block,
     .wake        = shm_wake,
     .ep_close    = shm_ep_close,
+    .win_size    = shm_win_size,
+    .win_ptr     = shm_win_ptr,
+    .win_publish = shm_win_publish,
+    .win_poll    = shm_win_poll,
+    .win_ack     = shm_win_ack,
+    .win_acked   = shm_win_acked,
 };

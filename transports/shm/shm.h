@@ -1,9 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Shared-memory transport, internal interface shared by shm.c (context, endpoints, ops table),
- * shm_ring.c (the single-producer single-consumer byte ring and the futex doorbell) and
- * shm_seg.c (creating, attaching and unlinking /dev/shm segments). Not installed; the layouts
- * below are shared between processes of one job on one host and never cross hosts.
+ * shm_ring.c (the single-producer single-consumer byte ring and the futex doorbell), shm_seg.c
+ * (creating, attaching and unlinking /dev/shm segments) and shm_win.c (the shared windows).
+ * Not installed; the layouts below are shared between processes of one job on one host and
+ * never cross hosts.
+ *
+ * Segment of one rank: header page, one ring (control page + data) per other local rank, and
+ * when every rank of the communicator is on this host, the window: a control block (flags,
+ * acknowledgement) and two halves of win_size bytes.
  */
 #ifndef COLL_TP_SHM_H
 #define COLL_TP_SHM_H
@@ -19,7 +24,7 @@ _Static_assert(ATOMIC_LLONG_LOCK_FREE == 2, "shm transport needs lock-free 64-bi
 _Static_assert(ATOMIC_INT_LOCK_FREE == 2, "shm transport needs lock-free 32-bit atomics");
 
 #define SHM_SEG_MAGIC      0x31306d68736c6f63ull /* "collshm01", little endian */
-#define SHM_SEG_VERSION    1u
+#define SHM_SEG_VERSION    2u
 #define SHM_HANDLE_MAGIC   0x53484d48u /* "HMHS" */
 #define SHM_FRAME_MAGIC    0x46524d46u /* data frame */
 #define SHM_PAD_MAGIC      0x50414450u /* skip to the end of the ring */
@@ -32,7 +37,10 @@ _Static_assert(ATOMIC_INT_LOCK_FREE == 2, "shm transport needs lock-free 32-bit 
 #define SHM_RING_MAX       ((uint64_t)1 << 30)
 #define SHM_FRAG_MAX       ((uint64_t)64 << 10) /* pipelining grain: receiver starts early */
 #define SHM_TOTAL_MAX      ((uint64_t)1 << 40)  /* largest message a frame may announce */
-#define SHM_LIVE_CHECK_S   0.25 /* how often an idle rank with pending work checks its peers */
+#define SHM_LIVE_CHECK_S   0.25  /* how often an idle rank with pending work checks its peers */
+#define SHM_WIN_CTRL_SIZE  8192u /* window control block in front of the two halves */
+#define SHM_WIN_ALIGN      4096u /* window halves are whole pages */
+#define SHM_WIN_MAX        ((uint64_t)1 << 30)
 
 /* Futex doorbell of one process: producers bump seq after publishing when sleepers != 0. */
 typedef struct shm_doorbell {
@@ -48,6 +56,7 @@ typedef struct shm_seg_hdr {
     uint64_t job_tag;
     uint64_t comm_id;
     uint64_t ring_size; /* data bytes of each ring, power of two */
+    uint64_t win_size;  /* bytes of each window half, 0 = no window */
     uint64_t seg_size;  /* whole segment */
     int32_t  rank;      /* owner */
     int32_t  pid;       /* owner, for messages */
@@ -72,7 +81,17 @@ typedef struct shm_frame {
     uint64_t seqno;  /* frame number in the ring, checked by the consumer */
 } shm_frame_t;
 
+/* Window control block, written only by the owner. A flag holds the epoch its slot was last
+ * published for; gen moves after every flag or ack store so that a sleeper can tell whether
+ * anything it polled changed (see shm_win.c). */
+typedef struct shm_win_ctrl {
+    _Alignas(64) _Atomic uint64_t ack; /* every epoch <= ack finished by the owner */
+    _Alignas(64) _Atomic uint64_t gen;
+    _Alignas(64) _Atomic uint64_t flag[2][COLL_TP_WIN_SLOTS];
+} shm_win_ctrl_t;
+
 _Static_assert(sizeof(shm_seg_hdr_t) <= SHM_HDR_SIZE, "segment header exceeds its page");
+_Static_assert(sizeof(shm_win_ctrl_t) <= SHM_WIN_CTRL_SIZE, "window control exceeds its pages");
 _Static_assert(sizeof(shm_ring_ctrl_t) <= SHM_RING_CTRL_SIZE, "ring control exceeds its page");
 _Static_assert(sizeof(shm_frame_t) <= SHM_FRAME_HDR, "frame header exceeds its slot");
 
@@ -86,6 +105,7 @@ typedef struct shm_handle {
     int32_t  pid;
     uint32_t nslots;
     uint32_t reserved;
+    uint64_t win_size; /* 0: no window */
     char     name[SHM_NAME_MAX];
 } shm_handle_t;
 
@@ -124,6 +144,8 @@ typedef struct shm_ep {
     uint64_t            stall_tail; /* tail seen when the head op last ran out of space */
     int                 want_space; /* we set tx.ctrl->want_space */
     coll_result_t       status;     /* COLL_OK, or why the endpoint failed */
+    shm_win_ctrl_t     *win;        /* the peer's window control, NULL without windows */
+    uint64_t            win_size;   /* the peer's window half */
     struct shm_ep      *next;       /* in ctx->eps */
 } shm_ep_t;
 
@@ -142,17 +164,25 @@ struct coll_tp_ctx {
     shm_ep_t       *eps;
     double          next_live_check;
     double          live_check_s; /* SHM_LIVE_CHECK_S; tests raise it to catch lost wakeups */
+    /* shared windows (shm_win.c) */
+    uint64_t        win_size;   /* own window half, 0 = none */
+    uint64_t        win_common; /* the smallest half of every rank (0: windows unusable) */
+    shm_win_ctrl_t *win;        /* own window control, in seg */
+    shm_ep_t      **ep_of;      /* nranks: endpoint of each rank (NULL: self, not shm) */
+    uint64_t       *win_seen;   /* nranks: gen seen by the last unsuccessful poll of the rank */
+    uint8_t        *win_armed;  /* nranks: such a poll happened since the last progress() */
 };
 
 /* ---- shm_seg.c ---- */
 void          shm_seg_name(char *buf, size_t len, uint64_t comm_id, int rank);
-uint64_t      shm_seg_size(uint32_t nslots, uint64_t ring_size);
+uint64_t      shm_seg_size(uint32_t nslots, uint64_t ring_size, uint64_t win_size);
 coll_result_t shm_seg_create(shm_seg_t *seg, const struct coll_tp_ctx *ctx, uint32_t nslots);
 coll_result_t shm_seg_attach(shm_seg_t *seg, const struct coll_tp_ctx *ctx, const shm_handle_t *h,
                              int peer);
 void          shm_seg_unlink(shm_seg_t *seg);
 void          shm_seg_close(shm_seg_t *seg); /* unmap, close, unlink if still linked */
 void         *shm_seg_ring(const shm_seg_t *seg, uint32_t slot);
+void         *shm_seg_win(const shm_seg_t *seg); /* window control block, NULL if none */
 int           shm_seg_owner_alive(const shm_seg_t *seg);
 int           shm_seg_probe(const char **why_p);
 
@@ -174,5 +204,22 @@ void     shm_bell_force(shm_doorbell_t *b); /* always wake (wake() from another 
 uint32_t shm_bell_prepare(shm_doorbell_t *b);
 void     shm_bell_wait(shm_doorbell_t *b, uint32_t seen, double timeout_s);
 void     shm_bell_cancel(shm_doorbell_t *b);
+
+/* ---- shm_win.c ---- */
+uint64_t      shm_win_size_param(int all_local);
+coll_result_t shm_win_init(coll_tp_ctx_t *ctx); /* after init: per-rank window state */
+void          shm_win_fini(coll_tp_ctx_t *ctx);
+/* After connect_all: agree on the usable window size from every local rank's handle. */
+void shm_win_connect(coll_tp_ctx_t *ctx, const void *const *handles);
+/* Forget the polls of the previous pass (progress() start), after the liveness check used them. */
+void shm_win_disarm(coll_tp_ctx_t *ctx);
+/* block(): 1 if a rank polled unsuccessfully has published since; *pending_p if one is armed. */
+int           shm_win_has_work(coll_tp_ctx_t *ctx, int *pending_p);
+size_t        shm_win_size(coll_tp_ctx_t *ctx);
+void         *shm_win_ptr(coll_tp_ctx_t *ctx, int rank, int parity);
+void          shm_win_publish(coll_tp_ctx_t *ctx, int parity, uint32_t slot, uint64_t epoch);
+coll_result_t shm_win_poll(coll_tp_ctx_t *ctx, int rank, int parity, uint32_t slot, uint64_t epoch);
+void          shm_win_ack(coll_tp_ctx_t *ctx, uint64_t epoch);
+coll_result_t shm_win_acked(coll_tp_ctx_t *ctx, uint64_t epoch, int *rank_p);
 
 #endif

@@ -4,7 +4,7 @@
  * owner's rank, memory reserved up front so a full /dev/shm is an error at init rather than a
  * SIGBUS later), attach to a peer's and validate it, unlink, unmap. The owner holds a POSIX
  * write lock on its segment while it lives, which peers test to notice a dead rank. Knows
- * nothing about rings beyond where each one starts.
+ * nothing about rings and windows beyond where each one starts.
  */
 #include "shm.h"
 #include "error.h"
@@ -25,15 +25,24 @@ void shm_seg_name(char *buf, size_t len, uint64_t comm_id, int rank)
     snprintf(buf, len, "/coll-%016" PRIx64 "-%d", comm_id, rank);
 }
 
-uint64_t shm_seg_size(uint32_t nslots, uint64_t ring_size)
+uint64_t shm_seg_size(uint32_t nslots, uint64_t ring_size, uint64_t win_size)
 {
-    return SHM_HDR_SIZE + (uint64_t)nslots * (SHM_RING_CTRL_SIZE + ring_size);
+    uint64_t win = (win_size > 0) ? SHM_WIN_CTRL_SIZE + 2 * win_size : 0;
+    return SHM_HDR_SIZE + (uint64_t)nslots * (SHM_RING_CTRL_SIZE + ring_size) + win;
 }
 
 void *shm_seg_ring(const shm_seg_t *seg, uint32_t slot)
 {
     uint64_t stride = SHM_RING_CTRL_SIZE + seg->hdr->ring_size;
     return (char *)seg->base + SHM_HDR_SIZE + (uint64_t)slot * stride;
+}
+
+void *shm_seg_win(const shm_seg_t *seg)
+{
+    if (seg->hdr == NULL || seg->hdr->win_size == 0) {
+        return NULL;
+    }
+    return shm_seg_ring(seg, seg->hdr->nslots); /* the window follows the last ring */
 }
 
 static void seg_reset(shm_seg_t *seg)
@@ -44,7 +53,8 @@ static void seg_reset(shm_seg_t *seg)
 
 /* Reserve the memory now: tmpfs pages are otherwise allocated on first touch, and a full
  * /dev/shm would then kill the process with SIGBUS in the middle of a collective. */
-static coll_result_t seg_reserve(shm_seg_t *seg, uint32_t nslots, uint64_t ring_size)
+static coll_result_t seg_reserve(shm_seg_t *seg, uint32_t nslots, uint64_t ring_size,
+                                 uint64_t win_size)
 {
     if (ftruncate(seg->fd, (off_t)seg->size) != 0) {
         coll_error(SHM, "cannot size /dev/shm%s to %zu bytes: %s", seg->name, seg->size,
@@ -55,9 +65,10 @@ static coll_result_t seg_reserve(shm_seg_t *seg, uint32_t nslots, uint64_t ring_
     if (err == ENOSPC || err == ENOMEM || err == EFBIG) {
         coll_error(SHM,
                    "no space in /dev/shm for %s (needed %zu bytes: %u rings of %" PRIu64
-                   " bytes): %s; enlarge /dev/shm (containers: --shm-size) or set "
-                   "COLL_SHM_RING_SIZE lower",
-                   seg->name, seg->size, nslots, ring_size, strerror(err));
+                   " bytes, window halves of %" PRIu64
+                   "): %s; enlarge /dev/shm (containers: --shm-size) or set "
+                   "COLL_SHM_RING_SIZE or COLL_SHM_WINDOW_SIZE lower",
+                   seg->name, seg->size, nslots, ring_size, win_size, strerror(err));
         return COLL_ERR_SYSTEM;
     }
     if (err == EOPNOTSUPP || err == EINVAL || err == ENOSYS) {
@@ -100,7 +111,7 @@ coll_result_t shm_seg_create(shm_seg_t *seg, const struct coll_tp_ctx *ctx, uint
 
     seg_reset(seg);
     shm_seg_name(seg->name, sizeof(seg->name), ctx->comm_id, ctx->rank);
-    seg->size = shm_seg_size(nslots, ctx->ring_size);
+    seg->size = shm_seg_size(nslots, ctx->ring_size, ctx->win_size);
     seg->fd   = shm_open(seg->name, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
     if (seg->fd < 0) {
         if (errno == EEXIST) {
@@ -115,7 +126,7 @@ coll_result_t shm_seg_create(shm_seg_t *seg, const struct coll_tp_ctx *ctx, uint
         return COLL_ERR_SYSTEM;
     }
     seg->linked = 1;
-    COLL_CHECK_GOTO(seg_reserve(seg, nslots, ctx->ring_size), st, err);
+    COLL_CHECK_GOTO(seg_reserve(seg, nslots, ctx->ring_size, ctx->win_size), st, err);
     COLL_CHECK_GOTO(seg_map(seg, ctx->rank), st, err);
 
     shm_seg_hdr_t *h = seg->hdr; /* the new file reads as zeros: head = tail = 0 */
@@ -124,6 +135,7 @@ coll_result_t shm_seg_create(shm_seg_t *seg, const struct coll_tp_ctx *ctx, uint
     h->job_tag       = ctx->job_tag;
     h->comm_id       = ctx->comm_id;
     h->ring_size     = ctx->ring_size;
+    h->win_size      = ctx->win_size;
     h->seg_size      = seg->size;
     h->rank          = ctx->rank;
     h->pid           = (int32_t)getpid();
@@ -153,9 +165,10 @@ static coll_result_t seg_check_handle(const struct coll_tp_ctx *ctx, const shm_h
     } else if (h->nslots != (uint32_t)(ctx->nlocal - 1)) {
         why = "the ranks disagree on which ranks share this host";
     } else if (h->ring_size < SHM_RING_MIN || h->ring_size > SHM_RING_MAX ||
-               (h->ring_size & (h->ring_size - 1)) != 0 ||
-               h->seg_size != shm_seg_size(h->nslots, h->ring_size)) {
-        why = "bad ring or segment size";
+               (h->ring_size & (h->ring_size - 1)) != 0 || h->win_size > SHM_WIN_MAX ||
+               h->win_size % SHM_WIN_ALIGN != 0 ||
+               h->seg_size != shm_seg_size(h->nslots, h->ring_size, h->win_size)) {
+        why = "bad ring, window or segment size";
     }
     if (why != NULL) {
         coll_error(SHM, "bad shm handle from rank %d: %s", peer, why);
@@ -174,7 +187,8 @@ static coll_result_t seg_check_mapped(const struct coll_tp_ctx *ctx, const shm_s
     } else if (s->job_tag != ctx->job_tag || s->comm_id != ctx->comm_id) {
         why = "it belongs to another job or communicator";
     } else if (s->rank != peer || s->pid != h->pid || s->nslots != h->nslots ||
-               s->ring_size != h->ring_size || s->seg_size != h->seg_size) {
+               s->ring_size != h->ring_size || s->win_size != h->win_size ||
+               s->seg_size != h->seg_size) {
         why = "it does not match the rank's handle";
     }
     if (why != NULL) {
