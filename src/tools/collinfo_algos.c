@@ -424,8 +424,13 @@ int collinfo_algos_main(int argc, char **argv)
     } else {
         coll_model_format(&x.model, model, sizeof(model));
         printf("# model: %s\n", model);
-        printf("# * = forced-only: the tuner skips it, COLL_ALGO selects it; - = cannot run "
-               "the call\n");
+        int any_forced_only = 0;
+        for (int i = 0; i < coll_algo_registry_count(); i++) {
+            any_forced_only |= coll_algo_registry_get(i)->forced_only;
+        }
+        printf("# %s- = cannot run the call\n",
+               any_forced_only ? "* = forced-only: the tuner skips it, COLL_ALGO selects it; "
+                               : "");
         if (coll_param_is_set(COLL_P_ALGO)) {
             printf("# COLL_ALGO=%s: the choices it makes are marked (forced)\n", x.override);
         }
