@@ -42,6 +42,9 @@ typedef struct coll_args {
     /* The communicator's cost model (NULL: the default); composed algorithms pick their parts
      * with it. Equal on every rank and constant, so not part of the cache key either. */
     const coll_model_t *model;
+    /* 1: the buffers are CUDA device memory that the schedule's window and local steps touch
+     * directly (src/cuda/); windows are then the device windows. Part of the cache key. */
+    int device;
 } coll_args_t;
 
 /*

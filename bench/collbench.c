@@ -4,7 +4,9 @@
  * sweep, timing, busbw formulas and output lines (plus --csv, --json and -A ALGO). One rank per
  * process, started by collrun like an MPI program; only rank 0 prints. This file parses the
  * options and measures; the collectives (counts, patterns, checks) are in collbench_ops.c and
- * the formatting in collbench_out.c. Public coll.h only; no device memory, no -m/-G/-I modes.
+ * the formatting in collbench_out.c. Public coll.h only. --memory cuda puts the buffers in device
+ * memory and enqueues the timed calls on a stream, synchronised once per size as nccl-tests
+ * does (collbench_cuda.c); no -m/-G/-I modes.
  */
 #include "collbench.h"
 
@@ -24,7 +26,9 @@ typedef struct {
     cb_opts_t    o;
     coll_comm_t *comm;
     int          rank, nranks;
-    char        *salloc, *ralloc; /* buffers with their guard zones */
+    char        *salloc, *ralloc;   /* buffers with their guard zones */
+    char        *dsalloc, *dralloc; /* --memory cuda: their device twins */
+    void        *stream;
     double       table[CB_PERIOD];
     cb_out_t     out; /* CSV and JSON files (rank 0) */
     double       bw_sum;
@@ -58,6 +62,8 @@ static void cb_usage(FILE *f, const char *prog)
             "                           (aliases char int fp16 float16 float32 float64 bf16; "
             "default float)\n"
             "  -r, --root R             root of broadcast/reduce, or all (default 0)\n"
+            "  -M, --memory host|cuda   buffers in host or CUDA device memory; with cuda the\n"
+            "                           calls are enqueued on a stream (default host)\n"
             "  -a, --average N          time across ranks: 0 rank 0, 1 avg, 2 min, 3 max "
             "(default 1)\n"
             "  -z, --blocking N         1: barrier after every iteration, 3: likewise but not "
@@ -125,6 +131,7 @@ static const struct option cb_longopts[] = {{"coll", required_argument, NULL, 'C
                                             {"output_file", required_argument, NULL, 'J'},
                                             {"nthreads", required_argument, NULL, 't'},
                                             {"ngpus", required_argument, NULL, 'g'},
+                                            {"memory", required_argument, NULL, 'M'},
                                             {"help", no_argument, NULL, 'h'},
                                             {NULL, 0, NULL, 0}};
 
@@ -172,6 +179,9 @@ static int cb_parse_other(cb_opts_t *o, int c, const char *arg)
     case 'J':
         o->json = arg;
         return 0;
+    case 'M':
+        o->cuda = strcmp(arg, "cuda") == 0;
+        return !o->cuda && strcmp(arg, "host") != 0;
     case 'o':
         o->op = strcmp(arg, "all") == 0 ? -1 : cb_op_parse(arg);
         return o->op == -1 && strcmp(arg, "all") != 0;
@@ -224,7 +234,7 @@ static int cb_parse_args(int argc, char **argv, cb_opts_t *o)
     o->warmup = o->check = o->cycles = o->average = 1;
     o->dtype                                      = COLL_FLOAT32;
     o->op                                         = COLL_SUM;
-    while ((c = getopt_long(argc, argv, "C:b:e:i:f:n:w:N:c:o:d:r:a:z:T:A:J:t:g:h", cb_longopts,
+    while ((c = getopt_long(argc, argv, "C:b:e:i:f:n:w:N:c:o:d:r:a:z:T:A:J:t:g:M:h", cb_longopts,
                             NULL)) != -1) {
         if (c == 'h') {
             cb_usage(stdout, prog);
@@ -280,10 +290,51 @@ static void cb_barrier(cb_ctx_t *x)
 
 static void cb_run(cb_ctx_t *x, const cb_test_t *t)
 {
-    coll_result_t res = x->o.coll->run(t, x->comm);
+    coll_result_t res =
+        t->stream != NULL ? x->o.coll->run_stream(t, x->comm) : x->o.coll->run(t, x->comm);
 
     if (res < 0) {
         cb_fail(x, x->o.coll->api_name, res);
+    }
+}
+
+/* --memory cuda: wait for the enqueued calls; their errors come back as the communicator's. */
+static void cb_sync(cb_ctx_t *x, const cb_test_t *t)
+{
+    coll_result_t res;
+
+    if (t->stream == NULL) {
+        return;
+    }
+    if (cb_cuda_sync(t->stream) != 0) {
+        fprintf(stderr, "collbench: rank %d: waiting for the stream failed\n", x->rank);
+        coll_comm_abort(x->comm);
+        exit(1);
+    }
+    res = coll_comm_get_error(x->comm);
+    if (res < 0) {
+        cb_fail(x, x->o.coll->api_name, res);
+    }
+}
+
+/* --memory cuda: move the whole allocations (guard zones included) to or from the device. */
+static void cb_transfer(cb_ctx_t *x, const cb_test_t *t, int to_device)
+{
+    size_t len = x->o.maxbytes + 2 * CB_GUARD_BYTES;
+    int    bad;
+
+    if (t->stream == NULL) {
+        return;
+    }
+    bad = to_device ? cb_cuda_upload(x->dsalloc, x->salloc, len) ||
+                          cb_cuda_upload(x->dralloc, x->ralloc, len)
+                    : cb_cuda_download(x->salloc, x->dsalloc, len) ||
+                          cb_cuda_download(x->ralloc, x->dralloc, len);
+    if (bad) {
+        fprintf(stderr, "collbench: rank %d: copying buffers %s the device failed\n", x->rank,
+                to_device ? "to" : "from");
+        coll_comm_abort(x->comm);
+        exit(1);
     }
 }
 
@@ -340,7 +391,7 @@ static void cb_print_ranks(cb_ctx_t *x)
     }
     for (r = 0; x->rank == 0 && r < x->nranks; r++) {
         memcpy(&pid, all + r * 64 + 56, sizeof(pid));
-        cb_out_rank(r, pid, all + r * 64);
+        cb_out_rank(r, pid, all + r * 64, x->o.cuda ? cb_cuda_device_name() : "host memory");
     }
     free(all);
 }
@@ -362,16 +413,24 @@ static void cb_print_header(cb_ctx_t *x)
 /* ---- measurement ---- */
 
 /* Point t->send / t->recv at the buffers of the chosen variant (NCCL's in-place layout). */
-static void cb_place(cb_test_t *t, int in_place)
+static void cb_place_in(cb_test_t *t, int in_place, int device)
 {
+    char *sb = device ? t->dsbuf : t->sbuf, *rb = device ? t->drbuf : t->rbuf;
+
     t->in_place = in_place;
     if (in_place) {
-        t->send = t->rbuf + (size_t)t->rank * t->c.send_ip_off * t->esize;
-        t->recv = t->rbuf + (size_t)t->rank * t->c.recv_ip_off * t->esize;
+        t->send = rb + (size_t)t->rank * t->c.send_ip_off * t->esize;
+        t->recv = rb + (size_t)t->rank * t->c.recv_ip_off * t->esize;
     } else {
-        t->send = t->sbuf;
-        t->recv = t->rbuf;
+        t->send = sb;
+        t->recv = rb;
     }
+}
+
+/* The buffers the calls use: the device twins with --memory cuda. */
+static void cb_place(cb_test_t *t, int in_place)
+{
+    cb_place_in(t, in_place, t->stream != NULL);
 }
 
 static void cb_report_wrong(cb_ctx_t *x, const cb_test_t *t, uint64_t wrong)
@@ -409,9 +468,16 @@ static uint64_t cb_verify(cb_ctx_t *x, cb_test_t *t)
     int      c;
 
     for (c = 0; c < x->o.check; c++) {
+        cb_place_in(t, t->in_place, 0); /* data is made and checked in host memory */
         cb_init_data(t, x->o.coll);
+        cb_transfer(x, t, 1);
+        cb_place(t, t->in_place);
         cb_run(x, t);
+        cb_sync(x, t);
+        cb_transfer(x, t, 0);
+        cb_place_in(t, t->in_place, 0);
         cb_check(t, x->o.coll, &v[0], &v[1]);
+        cb_place(t, t->in_place);
         if (v[0] > 0) {
             cb_report_wrong(x, t, v[0]);
         }
@@ -442,20 +508,27 @@ static void cb_bench_half(cb_ctx_t *x, cb_test_t *t, int in_place, cb_half_t *h)
         h->skipped = 1;
         return;
     }
-    cb_place(t, in_place);
+    cb_place_in(t, in_place, 0);
     cb_init_data(t, x->o.coll); /* defined data: no NaN or denormal arithmetic in the timing */
+    cb_transfer(x, t, 1);
+    cb_place(t, in_place);
     cb_run(x, t);
+    cb_sync(x, t);
     cb_barrier(x);
     t0 = cb_now();
     for (it = 0; it < x->o.iters; it++) {
         double t1 = cb_now();
 
         cb_run(x, t);
+        if (x->o.blocking == 1 || x->o.blocking == 3) { /* -z: per call */
+            cb_sync(x, t);
+        }
         tsum += cb_now() - t1;
         if (x->o.blocking == 1 || x->o.blocking == 3) {
             cb_barrier(x);
         }
     }
+    cb_sync(x, t); /* stream-ordered calls: the time runs until the last one ended */
     sec        = (x->o.blocking == 3 ? tsum : cb_now() - t0) / x->o.iters;
     sec        = cb_combine(x, sec);
     h->time_us = sec * 1e6;
@@ -494,7 +567,12 @@ static void cb_time_test(cb_ctx_t *x, coll_dtype_t dtype, coll_redop_t op, int r
     t.nranks = x->nranks;
     t.sbuf   = x->salloc + CB_GUARD_BYTES;
     t.rbuf   = x->ralloc + CB_GUARD_BYTES;
-    t.cap    = o->maxbytes;
+    if (x->stream != NULL) {
+        t.dsbuf  = x->dsalloc + CB_GUARD_BYTES;
+        t.drbuf  = x->dralloc + CB_GUARD_BYTES;
+        t.stream = x->stream;
+    }
+    t.cap = o->maxbytes;
     cb_pattern_init(&t, x->table);
     cb_barrier(x);
     for (size = o->minbytes; size <= o->maxbytes; size = next) {
@@ -550,6 +628,16 @@ static void cb_alloc(cb_ctx_t *x)
     memset(r, 0, len);
     x->salloc = s;
     x->ralloc = r;
+    if (x->o.cuda) {
+        char        err[256];
+        const char *lr = getenv("COLL_LOCAL_RANK");
+        if (cb_cuda_setup(lr != NULL ? atoi(lr) : x->rank, len, &x->dsalloc, &x->dralloc,
+                          &x->stream, err, sizeof(err)) != 0) {
+            fprintf(stderr, "collbench: rank %d: --memory cuda: %s\n", x->rank, err);
+            coll_comm_abort(x->comm);
+            exit(1);
+        }
+    }
 }
 
 /* Every (dtype, op, root) the options select, in nccl-tests' order. */

@@ -57,6 +57,9 @@ typedef struct {
     size_t       cap;      /* bytes usable in sbuf and in rbuf */
     void        *send;     /* send pointer of the current call */
     void        *recv;     /* receive pointer of the current call */
+    char        *dsbuf;    /* --memory cuda: device twins of sbuf and rbuf, else NULL */
+    char        *drbuf;
+    void        *stream; /* --memory cuda: the stream the calls are enqueued on */
 } cb_test_t;
 
 /* Result of cb_coll_t.expect for one receive element. */
@@ -83,6 +86,8 @@ typedef struct {
     cb_expect_t (*expect)(const cb_test_t *t, size_t i, double *v_p);
     /* One call with t->send and t->recv. */
     coll_result_t (*run)(const cb_test_t *t, coll_comm_t *comm);
+    /* The same, enqueued on t->stream. */
+    coll_result_t (*run_stream)(const cb_test_t *t, coll_comm_t *comm);
 } cb_coll_t;
 
 /* ---- collbench_ops.c ---- */
@@ -129,7 +134,22 @@ typedef struct {
     int              blocking, timeout;             /* -z -T */
     int              dtype, op, root;               /* -d -o -r; -1 means all */
     const char      *algo, *csv, *json;             /* -A --csv -J, or NULL */
+    int              cuda;                          /* -M cuda: buffers in device memory */
 } cb_opts_t;
+
+/* ---- collbench_cuda.c: device buffers (--memory cuda); stubs without CUDA ---- */
+
+/* Pick the device (local rank modulo devices), allocate two buffers of len bytes and a stream.
+ * Returns 0, or -1 with why in err. */
+int cb_cuda_setup(int local_rank, size_t len, char **ds_p, char **dr_p, void **stream_p, char *err,
+                  size_t errlen);
+/* Copy len bytes host -> device or device -> host (synchronous); 0 or -1. */
+int cb_cuda_upload(void *dev, const void *host, size_t len);
+int cb_cuda_download(void *host, const void *dev, size_t len);
+/* Wait for the stream; 0 or -1. */
+int cb_cuda_sync(void *stream);
+/* Device name, for the header. */
+const char *cb_cuda_device_name(void);
 
 /* ---- collbench_out.c: what rank 0 writes ---- */
 
@@ -154,7 +174,7 @@ typedef struct {
 int cb_out_open(cb_out_t *w, const cb_opts_t *o, int nranks, int argc, char **argv);
 /* Header lines up to "# Using devices", one line per rank, then the column headers. */
 void cb_out_header(const cb_opts_t *o, int library_version);
-void cb_out_rank(int rank, int pid, const char *host);
+void cb_out_rank(int rank, int pid, const char *host, const char *memory);
 void cb_out_columns(void);
 /* A result line: its first columns, each half as it is measured, then the end (which also
  * writes the CSV row and the JSON object). */

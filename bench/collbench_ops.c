@@ -612,6 +612,38 @@ static coll_result_t cb_run_alltoall(const cb_test_t *t, coll_comm_t *comm)
 
 /* ---- the table ---- */
 
+static coll_result_t cb_srun_allreduce(const cb_test_t *t, coll_comm_t *comm)
+{
+    return coll_allreduce_stream(t->send, t->recv, t->c.count, t->dtype, t->op, comm, t->stream);
+}
+
+static coll_result_t cb_srun_rs(const cb_test_t *t, coll_comm_t *comm)
+{
+    return coll_reduce_scatter_stream(t->send, t->recv, t->c.count, t->dtype, t->op, comm,
+                                      t->stream);
+}
+
+static coll_result_t cb_srun_allgather(const cb_test_t *t, coll_comm_t *comm)
+{
+    return coll_allgather_stream(t->send, t->recv, t->c.count, t->dtype, comm, t->stream);
+}
+
+static coll_result_t cb_srun_broadcast(const cb_test_t *t, coll_comm_t *comm)
+{
+    return coll_broadcast_stream(t->send, t->recv, t->c.count, t->dtype, t->root, comm, t->stream);
+}
+
+static coll_result_t cb_srun_reduce(const cb_test_t *t, coll_comm_t *comm)
+{
+    return coll_reduce_stream(t->send, t->recv, t->c.count, t->dtype, t->op, t->root, comm,
+                              t->stream);
+}
+
+static coll_result_t cb_srun_alltoall(const cb_test_t *t, coll_comm_t *comm)
+{
+    return coll_alltoall_stream(t->send, t->recv, t->c.count, t->dtype, comm, t->stream);
+}
+
 const cb_coll_t cb_colls[] = {
     {.name        = "allreduce",
      .nccl_name   = "all_reduce_perf",
@@ -623,7 +655,8 @@ const cb_coll_t cb_colls[] = {
      .bus_factor  = cb_factor_allreduce,
      .input       = cb_red_input,
      .expect      = cb_expect_allreduce,
-     .run         = cb_run_allreduce},
+     .run         = cb_run_allreduce,
+     .run_stream  = cb_srun_allreduce},
     {.name        = "reduce_scatter",
      .nccl_name   = "reduce_scatter_perf",
      .api_name    = "coll_reduce_scatter",
@@ -634,7 +667,8 @@ const cb_coll_t cb_colls[] = {
      .bus_factor  = cb_factor_nm1,
      .input       = cb_red_input,
      .expect      = cb_expect_rs,
-     .run         = cb_run_rs},
+     .run         = cb_run_rs,
+     .run_stream  = cb_srun_rs},
     {.name        = "allgather",
      .nccl_name   = "all_gather_perf",
      .api_name    = "coll_allgather",
@@ -645,7 +679,8 @@ const cb_coll_t cb_colls[] = {
      .bus_factor  = cb_factor_nm1,
      .input       = cb_move_input,
      .expect      = cb_expect_allgather,
-     .run         = cb_run_allgather},
+     .run         = cb_run_allgather,
+     .run_stream  = cb_srun_allgather},
     {.name        = "broadcast",
      .nccl_name   = "broadcast_perf",
      .api_name    = "coll_broadcast",
@@ -656,7 +691,8 @@ const cb_coll_t cb_colls[] = {
      .bus_factor  = cb_factor_one,
      .input       = cb_move_input,
      .expect      = cb_expect_broadcast,
-     .run         = cb_run_broadcast},
+     .run         = cb_run_broadcast,
+     .run_stream  = cb_srun_broadcast},
     {.name        = "reduce",
      .nccl_name   = "reduce_perf",
      .api_name    = "coll_reduce",
@@ -667,7 +703,8 @@ const cb_coll_t cb_colls[] = {
      .bus_factor  = cb_factor_one,
      .input       = cb_red_input,
      .expect      = cb_expect_reduce,
-     .run         = cb_run_reduce},
+     .run         = cb_run_reduce,
+     .run_stream  = cb_srun_reduce},
     {.name        = "alltoall",
      .nccl_name   = "alltoall_perf",
      .api_name    = "coll_alltoall",
@@ -678,7 +715,8 @@ const cb_coll_t cb_colls[] = {
      .bus_factor  = cb_factor_nm1,
      .input       = cb_move_input,
      .expect      = cb_expect_alltoall,
-     .run         = cb_run_alltoall},
+     .run         = cb_run_alltoall,
+     .run_stream  = cb_srun_alltoall},
 };
 
 const int cb_ncolls = (int)(sizeof(cb_colls) / sizeof(cb_colls[0]));

@@ -139,9 +139,9 @@ void cb_out_header(const cb_opts_t *o, int library_version)
     printf("#\n# Using devices\n");
 }
 
-void cb_out_rank(int rank, int pid, const char *host)
+void cb_out_rank(int rank, int pid, const char *host, const char *memory)
 {
-    printf("#  Rank %2d Group %2d Pid %6d on %10s host memory\n", rank, 0, pid, host);
+    printf("#  Rank %2d Group %2d Pid %6d on %10s %s\n", rank, 0, pid, host, memory);
 }
 
 void cb_out_columns(void)

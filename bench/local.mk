@@ -3,10 +3,13 @@
 # page, the plot and algorithm-sweep scripts, and the Open MPI comparison program, which is
 # built only on request (make bench-mpi) and only where configure found mpicc.
 bin_PROGRAMS += collbench
-collbench_SOURCES = bench/collbench.c bench/collbench_ops.c bench/collbench_out.c bench/collbench.h
-collbench_LDADD = libcoll.la
+collbench_SOURCES = bench/collbench.c bench/collbench_ops.c bench/collbench_out.c bench/collbench.h \
+    bench/collbench_cuda.c
+collbench_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS)
+collbench_LDADD = libcoll.la $(CUDA_LDFLAGS) $(CUDA_LIBS)
 man_MANS += man/man1/collbench.1
 EXTRA_DIST += man/man1/collbench.1.in bench/README.md bench/plot_busbw.sh \
+    bench/results/cuda_h100_2026-11-22.md \
     bench/algo_sweep.sh bench/mpi_allreduce_bench.c
 
 # MPI_Allreduce with collbench's sweep and columns: make bench-mpi, then
@@ -23,3 +26,11 @@ bench-mpi:
 endif
 CLEANFILES += bench/mpi_allreduce_bench$(EXEEXT)
 .PHONY: bench-mpi
+
+# The device-to-device copy bandwidth, the ceiling device collectives are compared with.
+if HAVE_CUDA
+noinst_PROGRAMS += bench/cuda_copy_bw
+bench_cuda_copy_bw_SOURCES = bench/cuda_copy_bw.c
+bench_cuda_copy_bw_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS)
+bench_cuda_copy_bw_LDADD = $(CUDA_LDFLAGS) $(CUDA_LIBS)
+endif

@@ -267,6 +267,44 @@ COLL_API coll_result_t coll_waitall(int n, coll_request_t **reqs);
  */
 COLL_API coll_result_t coll_test(coll_request_t *req, int *done_p);
 
+/* ---- collectives on a CUDA stream (NCCL's semantics) ----
+ * The call enqueues the operation on stream and returns: it starts once the stream's earlier
+ * work is done, and the stream's later work waits for its end. Buffers may be device memory
+ * (cudaMalloc, managed) or host memory. Calls on one communicator must be made in the same
+ * order on every rank, mixed freely with the host calls above. A failure after the call
+ * returned is reported by coll_comm_get_error()/coll_comm_last_error() and by the next call;
+ * the stream is still released. Without CUDA (build or driver) they return
+ * COLL_ERR_UNSUPPORTED. The host calls above accept device memory too: they run after the
+ * legacy default stream's earlier work and finish before returning (blocking) or at
+ * coll_wait (non-blocking), as a CUDA-aware MPI does. */
+
+/** @brief A cudaStream_t as an opaque pointer; NULL is the legacy default stream. */
+typedef void *coll_stream_t;
+
+COLL_API coll_result_t coll_allreduce_stream(const void *sendbuf, void *recvbuf, size_t count,
+                                             coll_dtype_t dtype, coll_redop_t op, coll_comm_t *comm,
+                                             coll_stream_t stream);
+COLL_API coll_result_t coll_reduce_scatter_stream(const void *sendbuf, void *recvbuf,
+                                                  size_t recvcount, coll_dtype_t dtype,
+                                                  coll_redop_t op, coll_comm_t *comm,
+                                                  coll_stream_t stream);
+COLL_API coll_result_t coll_allgather_stream(const void *sendbuf, void *recvbuf, size_t sendcount,
+                                             coll_dtype_t dtype, coll_comm_t *comm,
+                                             coll_stream_t stream);
+COLL_API coll_result_t coll_broadcast_stream(const void *sendbuf, void *recvbuf, size_t count,
+                                             coll_dtype_t dtype, int root, coll_comm_t *comm,
+                                             coll_stream_t stream);
+COLL_API coll_result_t coll_reduce_stream(const void *sendbuf, void *recvbuf, size_t count,
+                                          coll_dtype_t dtype, coll_redop_t op, int root,
+                                          coll_comm_t *comm, coll_stream_t stream);
+COLL_API coll_result_t coll_alltoall_stream(const void *sendbuf, void *recvbuf, size_t count,
+                                            coll_dtype_t dtype, coll_comm_t *comm,
+                                            coll_stream_t stream);
+COLL_API coll_result_t coll_send_stream(const void *buf, size_t count, coll_dtype_t dtype, int peer,
+                                        coll_comm_t *comm, coll_stream_t stream);
+COLL_API coll_result_t coll_recv_stream(void *buf, size_t count, coll_dtype_t dtype, int peer,
+                                        coll_comm_t *comm, coll_stream_t stream);
+
 /* ---- introspection (used by collinfo) ---- */
 
 /** @brief One configuration parameter as the library resolved it. */

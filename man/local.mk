@@ -6,10 +6,14 @@ dist_man_MANS += \
     man/man3/coll_algo_count.3 \
     man/man3/coll_algo_get.3 \
     man/man3/coll_allgather.3 \
+    man/man3/coll_allgather_stream.3 \
     man/man3/coll_allreduce.3 \
+    man/man3/coll_allreduce_stream.3 \
     man/man3/coll_alltoall.3 \
+    man/man3/coll_alltoall_stream.3 \
     man/man3/coll_barrier.3 \
     man/man3/coll_broadcast.3 \
+    man/man3/coll_broadcast_stream.3 \
     man/man3/coll_comm_abort.3 \
     man/man3/coll_comm_destroy.3 \
     man/man3/coll_comm_get_error.3 \
@@ -38,10 +42,14 @@ dist_man_MANS += \
     man/man3/coll_param_count.3 \
     man/man3/coll_param_get.3 \
     man/man3/coll_recv.3 \
+    man/man3/coll_recv_stream.3 \
     man/man3/coll_redop_name.3 \
     man/man3/coll_reduce.3 \
     man/man3/coll_reduce_scatter.3 \
+    man/man3/coll_reduce_scatter_stream.3 \
+    man/man3/coll_reduce_stream.3 \
     man/man3/coll_send.3 \
+    man/man3/coll_send_stream.3 \
     man/man3/coll_strerror.3 \
     man/man3/coll_test.3 \
     man/man3/coll_transport_count.3 \

@@ -39,6 +39,25 @@ static void check_sizes(const coll_args_t *a, int n, size_t esz, size_t *sbytes,
     }
 }
 
+/* Which buffers the call reads (send) and writes (recv) on rank r. */
+static void check_needs(const coll_args_t *a, int r, int *need_send, int *need_recv)
+{
+    int is_root = a->root == r;
+    *need_send  = a->coll != COLL_OP_RECV && a->coll != COLL_OP_BARRIER &&
+                 (a->coll != COLL_OP_BROADCAST || is_root);
+    *need_recv = a->coll != COLL_OP_SEND && a->coll != COLL_OP_BARRIER &&
+                 (a->coll != COLL_OP_REDUCE || is_root);
+}
+
+void coll_call_bytes(const coll_comm_t *comm, const coll_args_t *a, size_t *sbytes, size_t *rbytes)
+{
+    int ovf, need_send, need_recv;
+    check_sizes(a, comm->nranks, coll_dtype_size(a->dtype), sbytes, rbytes, &ovf);
+    check_needs(a, comm->rank, &need_send, &need_recv);
+    *sbytes = need_send ? *sbytes : 0;
+    *rbytes = need_recv ? *rbytes : 0;
+}
+
 static int check_overlap(const void *a, size_t alen, const void *b, size_t blen)
 {
     uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
@@ -49,13 +68,10 @@ static coll_result_t check_buffers(coll_comm_t *comm, const char *fn, coll_args_
                                    const void *sendbuf, const void *recvbuf, size_t sbytes,
                                    size_t rbytes)
 {
-    int    r         = comm->rank;
-    int    is_root   = a->root == r;
-    size_t esz       = coll_dtype_size(a->dtype);
-    int    need_send = a->coll != COLL_OP_RECV && a->coll != COLL_OP_BARRIER &&
-                    (a->coll != COLL_OP_BROADCAST || is_root);
-    int need_recv = a->coll != COLL_OP_SEND && a->coll != COLL_OP_BARRIER &&
-                    (a->coll != COLL_OP_REDUCE || is_root);
+    int    r   = comm->rank;
+    size_t esz = coll_dtype_size(a->dtype);
+    int    need_send, need_recv;
+    check_needs(a, r, &need_send, &need_recv);
     if (need_send && sbytes > 0 && sendbuf == NULL) {
         return coll_comm_arg_error(comm, COLL_ERR_INVALID_ARG, "%s: sendbuf is NULL", fn);
     }

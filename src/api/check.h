@@ -12,5 +12,7 @@
 
 coll_result_t coll_check_call(coll_comm_t *comm, const char *fn, coll_args_t *args,
                               const void *sendbuf, const void *recvbuf);
+/* Bytes this rank reads from sendbuf and writes to recvbuf in a checked call (0: not used). */
+void coll_call_bytes(const coll_comm_t *comm, const coll_args_t *a, size_t *sbytes, size_t *rbytes);
 
 #endif

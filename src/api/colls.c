@@ -5,6 +5,7 @@
  * non-blocking twin followed by coll_wait.
  */
 #include "api/check.h"
+#include "cuda/cuda.h"
 #include "engine/engine.h"
 #include "error.h"
 
@@ -19,6 +20,10 @@ static coll_result_t colls_start(coll_comm_t *comm, const char *fn, coll_args_t 
     }
     *req_p = NULL;
     COLL_CHECK(coll_check_call(comm, fn, a, sendbuf, recvbuf));
+    if (coll_cuda_call_on_device(comm, a, sendbuf, recvbuf)) {
+        /* CUDA-aware MPI's semantics: after the legacy default stream's work, done at wait */
+        return coll_cuda_start(comm, a, sendbuf, recvbuf, NULL, 0, req_p);
+    }
     pthread_mutex_lock(&comm->lock);
     st = coll_engine_start(comm, a, sendbuf, recvbuf, &req);
     pthread_mutex_unlock(&comm->lock);
@@ -33,7 +38,7 @@ static coll_result_t colls_run(coll_comm_t *comm, const char *fn, coll_args_t *a
 {
     coll_request_t *req;
     COLL_CHECK(colls_start(comm, fn, a, sendbuf, recvbuf, &req));
-    return coll_engine_wait(req);
+    return req->devop != NULL ? coll_cuda_wait(req) : coll_engine_wait(req);
 }
 
 #define COLLS_ARGS(_coll, _count, _dtype, _op, _root)                                              \

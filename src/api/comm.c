@@ -5,6 +5,7 @@
  * sticky error state with its message.
  */
 #include "api/comm.h"
+#include "cuda/cuda.h"
 #include "api/tune.h"
 #include "engine/engine.h"
 #include "error.h"
@@ -168,6 +169,7 @@ out:
 
 static void comm_free(coll_comm_t *comm)
 {
+    coll_cuda_comm_destroy(comm);
     for (int p = 0; comm->eps != NULL && p < comm->nranks; p++) {
         if (comm->eps[p] != NULL && comm->eps[p]->ops->ep_close != NULL) {
             comm->eps[p]->ops->ep_close(comm->eps[p]);
@@ -263,6 +265,7 @@ err:
 COLL_API coll_result_t coll_comm_destroy(coll_comm_t *comm)
 {
     COLL_CHECK(coll_comm_check_handle(comm, "coll_comm_destroy"));
+    coll_cuda_comm_destroy(comm); /* lets queued device operations end first */
     pthread_mutex_lock(&comm->lock);
     int busy = comm->active != NULL && comm->error == COLL_OK;
     pthread_mutex_unlock(&comm->lock);

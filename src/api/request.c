@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Completion of non-blocking operations: coll_wait, coll_waitall, coll_test. */
+#include "cuda/cuda.h"
 #include "engine/engine.h"
 #include "error.h"
 
@@ -8,7 +9,7 @@ COLL_API coll_result_t coll_wait(coll_request_t *req)
     if (req == NULL) {
         return coll_set_last_error(COLL_ERR_INVALID_ARG, "coll_wait: req is NULL");
     }
-    return coll_engine_wait(req);
+    return req->devop != NULL ? coll_cuda_wait(req) : coll_engine_wait(req);
 }
 
 COLL_API coll_result_t coll_waitall(int n, coll_request_t **reqs)
@@ -20,7 +21,7 @@ COLL_API coll_result_t coll_waitall(int n, coll_request_t **reqs)
     }
     for (int i = 0; i < n; i++) {
         if (reqs[i] != NULL) {
-            coll_result_t st = coll_engine_wait(reqs[i]);
+            coll_result_t st = coll_wait(reqs[i]);
             reqs[i]          = NULL;
             if (st != COLL_OK && first == COLL_OK) {
                 first = st;
@@ -37,6 +38,6 @@ COLL_API coll_result_t coll_test(coll_request_t *req, int *done_p)
         return coll_set_last_error(COLL_ERR_INVALID_ARG, "coll_test: %s is NULL",
                                    req == NULL ? "req" : "done_p");
     }
-    *done_p = coll_engine_test(req, &st);
+    *done_p = req->devop != NULL ? coll_cuda_test(req, &st) : coll_engine_test(req, &st);
     return st;
 }

@@ -5,6 +5,7 @@
  * active requests, and one progress pass over transports and requests.
  */
 #include "engine.h"
+#include "cuda/cuda.h"
 #include "error.h"
 #include "log.h"
 #include "param.h"
@@ -21,7 +22,8 @@ static void engine_free(coll_task_t *req);
 static int engine_args_equal(const coll_args_t *a, const coll_args_t *b)
 {
     return a->coll == b->coll && a->count == b->count && a->dtype == b->dtype && a->op == b->op &&
-           a->root == b->root && a->in_place == b->in_place && a->chunk_bytes == b->chunk_bytes;
+           a->root == b->root && a->in_place == b->in_place && a->chunk_bytes == b->chunk_bytes &&
+           a->device == b->device;
 }
 
 static void engine_entry_put(coll_sched_entry_t *e)
@@ -86,9 +88,11 @@ static void engine_log_choice(coll_comm_t *comm, const coll_args_t *args, const 
 static coll_result_t engine_build(coll_comm_t *comm, const coll_args_t *args,
                                   coll_sched_entry_t **entry_p)
 {
-    double             cost;
+    double             cost = -1;
     const coll_algo_t *algo =
-        coll_algo_select(comm->nranks, args, comm->algo_override, &comm->model, &cost);
+        args->device
+            ? coll_cuda_dev_algo(comm, args, &cost)
+            : coll_algo_select(comm->nranks, args, comm->algo_override, &comm->model, &cost);
     coll_result_t st;
     char          msg[256];
     if (algo == NULL) {
@@ -236,17 +240,13 @@ static void engine_report_failure(coll_comm_t *comm, coll_task_t *req)
                    coll_op_name(req->args.coll), req->seq, req->fail_peer, why);
 }
 
-coll_result_t coll_engine_start(coll_comm_t *comm, const coll_args_t *args, const void *sendbuf,
-                                void *recvbuf, coll_task_t **req_p)
+static coll_result_t engine_start(coll_comm_t *comm, const coll_args_t *args, const void *sendbuf,
+                                  void *recvbuf, coll_task_t *req, coll_task_t **req_p)
 {
     coll_result_t st;
-    coll_task_t  *req = coll_calloc(1, sizeof(*req), "request");
-    if (req == NULL) {
-        return COLL_ERR_NO_MEMORY;
-    }
     req->comm                = comm;
     req->args                = *args;
-    req->args.layout         = &comm->layout;
+    req->args.layout         = args->device ? coll_cuda_dev_layout(comm) : &comm->layout;
     req->args.model          = &comm->model;
     req->bufs[COLL_BUF_SEND] = (void *)sendbuf;
     req->bufs[COLL_BUF_RECV] = recvbuf;
@@ -289,6 +289,57 @@ err:
     return st;
 }
 
+coll_result_t coll_engine_start(coll_comm_t *comm, const coll_args_t *args, const void *sendbuf,
+                                void *recvbuf, coll_task_t **req_p)
+{
+    coll_task_t *req = coll_calloc(1, sizeof(*req), "request");
+    if (req == NULL) {
+        return COLL_ERR_NO_MEMORY;
+    }
+    return engine_start(comm, args, sendbuf, recvbuf, req, req_p);
+}
+
+coll_result_t coll_engine_start_gated(coll_comm_t *comm, const coll_args_t *args,
+                                      const void *sendbuf, void *recvbuf,
+                                      void (*on_done)(void *arg, coll_result_t status), void *arg,
+                                      coll_task_t **req_p)
+{
+    coll_task_t *req = coll_calloc(1, sizeof(*req), "request");
+    if (req == NULL) {
+        return COLL_ERR_NO_MEMORY;
+    }
+    atomic_init(&req->gate_closed, 1);
+    req->detached = 1;
+    req->on_done  = on_done;
+    req->done_arg = arg;
+    return engine_start(comm, args, sendbuf, recvbuf, req, req_p);
+}
+
+void coll_engine_open_gate(coll_task_t *req)
+{
+    coll_comm_t *comm = req->comm; /* req may be reaped by another thread once open */
+    atomic_store_explicit(&req->gate_closed, 0, memory_order_release);
+    coll_engine_wake(comm);
+}
+
+/* A detached request that ended: report it and free it (lock held). */
+static void engine_detached_end(coll_task_t *req)
+{
+    coll_comm_t *comm                 = req->comm;
+    void (*fn)(void *, coll_result_t) = req->on_done;
+    void         *arg                 = req->done_arg;
+    coll_result_t st;
+
+    if (!req->finished && req->status == COLL_OK) {
+        req->status = comm->error != COLL_OK ? comm->error : COLL_ERR_INTERNAL;
+    }
+    req->on_done = NULL;
+    st           = coll_engine_reap(req); /* frees req when it finished */
+    if (fn != NULL) {
+        fn(arg, st);
+    }
+}
+
 coll_result_t coll_engine_progress(coll_comm_t *comm)
 {
     int moved = 0;
@@ -300,14 +351,18 @@ coll_result_t coll_engine_progress(coll_comm_t *comm)
             }
         }
     }
-    for (coll_task_t *req = comm->active; req != NULL; req = req->next) {
+    for (coll_task_t *req = comm->active, *next; req != NULL; req = next) {
         uint32_t before = req->ncomplete;
+        next            = req->next;
         coll_task_progress(req);
         if (req->ncomplete != before) {
             moved = 1;
         }
         if (req->status < 0 && comm->error == COLL_OK) {
             engine_report_failure(comm, req);
+        }
+        if (req->detached && (req->finished || req->status < 0 || comm->error != COLL_OK)) {
+            engine_detached_end(req);
         }
     }
     if (moved) {

@@ -15,6 +15,8 @@
 #include "algo.h"
 #include "transport.h"
 
+#include <stdatomic.h>
+
 typedef struct coll_sched_entry {
     coll_args_t        args;
     const coll_algo_t *algo;
@@ -31,30 +33,38 @@ typedef struct coll_task_op {
 } coll_task_op_t;
 
 typedef struct coll_request {
-    coll_comm_t         *comm;
-    coll_sched_entry_t  *entry;
-    coll_args_t          args;
-    void                *bufs[COLL_BUF_COUNT];
-    void                *scratch;
-    size_t               scratch_cap;
-    uint64_t             tag_base;
-    uint32_t             seq;
-    uint32_t             nsteps;
-    uint32_t             ncomplete;
-    uint32_t            *ndeps_left;
-    uint32_t            *ready; /* stack of steps ready to start */
-    uint32_t             nready;
-    uint32_t            *doneq; /* steps finished by transport callbacks */
-    uint32_t             ndone;
-    uint32_t            *winq; /* window steps started that wait for a flag or an ack */
-    uint32_t             nwinq;
-    uint64_t             win_epoch; /* 0: the call uses no window */
-    int                  win_ended; /* its epoch was counted as finished here */
-    uint8_t             *started;
-    coll_task_op_t      *ops;
-    coll_result_t        status;    /* OK while running; error once failed */
-    int                  fail_peer; /* peer of the first failed step, -1 if none */
-    int                  finished;
+    coll_comm_t        *comm;
+    coll_sched_entry_t *entry;
+    coll_args_t         args;
+    void               *bufs[COLL_BUF_COUNT];
+    void               *scratch;
+    size_t              scratch_cap;
+    uint64_t            tag_base;
+    uint32_t            seq;
+    uint32_t            nsteps;
+    uint32_t            ncomplete;
+    uint32_t           *ndeps_left;
+    uint32_t           *ready; /* stack of steps ready to start */
+    uint32_t            nready;
+    uint32_t           *doneq; /* steps finished by transport callbacks */
+    uint32_t            ndone;
+    uint32_t           *winq; /* window steps started that wait for a flag or an ack */
+    uint32_t            nwinq;
+    uint64_t            win_epoch; /* 0: the call uses no window */
+    int                 win_ended; /* its epoch was counted as finished here */
+    uint8_t            *started;
+    coll_task_op_t     *ops;
+    coll_result_t       status;    /* OK while running; error once failed */
+    int                 fail_peer; /* peer of the first failed step, -1 if none */
+    int                 finished;
+    /* Gated requests (device operations, src/cuda/) are numbered and built at the call but post
+     * nothing until another thread opens the gate; detached ones are reaped by progress, which
+     * then calls on_done once with the result (lock held). */
+    atomic_int gate_closed;
+    int        detached;
+    void (*on_done)(void *arg, coll_result_t status);
+    void                *done_arg;
+    struct coll_devop   *devop; /* a device operation's public handle (src/cuda/), else NULL */
     struct coll_request *next;
     struct coll_request *prev;
 } coll_task_t;
@@ -63,6 +73,18 @@ typedef struct coll_request {
  * On success *req_p is running (maybe already finished). */
 coll_result_t coll_engine_start(coll_comm_t *comm, const coll_args_t *args, const void *sendbuf,
                                 void *recvbuf, coll_task_t **req_p);
+/* The same, gated and detached (see coll_task_t): nothing is posted before
+ * coll_engine_open_gate; on_done(arg, status) runs once at the end. */
+coll_result_t coll_engine_start_gated(coll_comm_t *comm, const coll_args_t *args,
+                                      const void *sendbuf, void *recvbuf,
+                                      void (*on_done)(void *arg, coll_result_t status), void *arg,
+                                      coll_task_t **req_p);
+/* Let a gated request run (any thread, no lock needed); progress then posts its steps. */
+void coll_engine_open_gate(coll_task_t *req);
+/* Control plane and deadline checks for a wait on req (lock held); the communicator's error. */
+coll_result_t coll_engine_check(coll_comm_t *comm, coll_task_t *req);
+/* Sleep in the transports for at most slice_s (lock held). */
+void coll_engine_block(coll_comm_t *comm, double slice_s);
 /* One progress pass over every transport and active request (comm->lock held). */
 coll_result_t coll_engine_progress(coll_comm_t *comm);
 /* Block until req finishes; returns its status and frees it. */

@@ -6,6 +6,7 @@
  * finished step; the queue is drained here, never re-entrantly.
  */
 #include "engine.h"
+#include "cuda/cuda.h"
 #include "error.h"
 #include "log.h"
 #include "util.h"
@@ -84,6 +85,21 @@ static coll_result_t task_step_start(coll_task_t *req, uint32_t i)
     size_t              esz  = coll_dtype_size(s->dtype);
 
     req->started[i] = 1;
+    if (req->args.device &&
+        (st->kind == COLL_STEP_COPY || st->kind == COLL_STEP_REDUCE || st->kind == COLL_STEP_DIV)) {
+        coll_result_t r = COLL_OK;
+        if (st->kind == COLL_STEP_COPY && st->len > 0 && dst != src) {
+            r = coll_cuda_dev_copy(comm, dst, src, st->len);
+        } else if (st->kind == COLL_STEP_REDUCE) {
+            r = coll_cuda_dev_reduce(comm, s->dtype, s->op, dst, dst, src, st->len / esz);
+        } else if (st->kind == COLL_STEP_DIV) {
+            r = coll_cuda_dev_div(comm, s->dtype, dst, st->len / esz, s->nranks);
+        }
+        if (r == COLL_OK) {
+            task_step_complete(req, i);
+        }
+        return r;
+    }
     switch (st->kind) {
     case COLL_STEP_COPY:
         if (st->len > 0 && dst != src) {
@@ -169,6 +185,9 @@ static void task_win_poll(coll_task_t *req)
 
 void coll_task_progress(coll_task_t *req)
 {
+    if (atomic_load_explicit(&req->gate_closed, memory_order_acquire)) {
+        return;
+    }
     if (req->nwinq > 0 && req->status == COLL_OK) {
         task_win_poll(req);
     }

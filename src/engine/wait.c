@@ -17,7 +17,7 @@
 #define WAIT_SLICE_S 0.02
 
 /* Control plane and deadline checks; lock held. Returns the communicator's error if any. */
-static coll_result_t wait_check(coll_comm_t *comm, coll_task_t *req)
+coll_result_t coll_engine_check(coll_comm_t *comm, coll_task_t *req)
 {
     char msg[256];
     if (atomic_load(&comm->aborted)) {
@@ -39,7 +39,7 @@ static coll_result_t wait_check(coll_comm_t *comm, coll_task_t *req)
     return comm->error;
 }
 
-static void wait_block(coll_comm_t *comm, double slice)
+void coll_engine_block(coll_comm_t *comm, double slice)
 {
     int nactive = 0;
     for (int t = 0; t < comm->ntp; t++) {
@@ -72,13 +72,13 @@ coll_result_t coll_engine_wait(coll_task_t *req)
         }
         double now = coll_time_s();
         if (now >= next_check || now - start >= spin) {
-            if (wait_check(comm, req) != COLL_OK) {
+            if (coll_engine_check(comm, req) != COLL_OK) {
                 break;
             }
             next_check = now + WAIT_SLICE_S;
         }
         if (now - start >= spin) {
-            wait_block(comm, WAIT_SLICE_S);
+            coll_engine_block(comm, WAIT_SLICE_S);
         } else {
             /* oversubscribed (more ranks than cores): let the rank we wait for run */
             sched_yield();
@@ -100,7 +100,7 @@ int coll_engine_test(coll_task_t *req, coll_result_t *status_p)
     }
     coll_engine_progress(comm);
     if (!req->finished && req->status == COLL_OK && comm->error == COLL_OK) {
-        wait_check(comm, req);
+        coll_engine_check(comm, req);
     }
     if (!req->finished && req->status == COLL_OK && comm->error == COLL_OK) {
         pthread_mutex_unlock(&comm->lock);

@@ -9,6 +9,7 @@
  * run yet stays queued in its request and is polled on every progress pass (task.c).
  */
 #include "engine.h"
+#include "cuda/cuda.h"
 #include "error.h"
 #include "log.h"
 #include "reduce/reduce.h"
@@ -29,10 +30,10 @@ coll_result_t coll_win_start(coll_task_t *req)
     if (s->nwin == 0) {
         return COLL_OK;
     }
-    if (comm->win_tp < 0 || s->win_bytes > comm->layout.window_bytes) {
+    if (comm->win_tp < 0 || s->win_bytes > req->args.layout->window_bytes) {
         coll_error(COLL, "%s schedule needs %" PRIu64 " window bytes, the communicator has %zu",
                    req->entry->algo->name, s->win_bytes,
-                   comm->win_tp < 0 ? (size_t)0 : comm->layout.window_bytes);
+                   comm->win_tp < 0 ? (size_t)0 : req->args.layout->window_bytes);
         return COLL_ERR_INTERNAL;
     }
     req->win_epoch = ++comm->win_epoch;
@@ -72,9 +73,20 @@ coll_result_t coll_win_step(coll_task_t *req, uint32_t i)
         if (r != COLL_OK) {
             return r;
         }
-        win = tp->ops->win_ptr(tp->ctx, comm->rank, parity);
-        if (st->len > 0) {
-            memcpy(win + st->win_off, (char *)req->bufs[st->src_buf] + st->src_off, st->len);
+        if (req->args.device) {
+            win = coll_cuda_win_ptr(comm, comm->rank, parity);
+            r   = st->len > 0
+                      ? coll_cuda_dev_copy(comm, win + st->win_off,
+                                           (char *)req->bufs[st->src_buf] + st->src_off, st->len)
+                      : COLL_OK;
+            if (r != COLL_OK) {
+                return r;
+            }
+        } else {
+            win = tp->ops->win_ptr(tp->ctx, comm->rank, parity);
+            if (st->len > 0) {
+                memcpy(win + st->win_off, (char *)req->bufs[st->src_buf] + st->src_off, st->len);
+            }
         }
         tp->ops->win_publish(tp->ctx, parity, st->tag, req->win_epoch);
         return COLL_OK;
@@ -84,10 +96,20 @@ coll_result_t coll_win_step(coll_task_t *req, uint32_t i)
     if (r != COLL_OK) {
         return r;
     }
-    win = (char *)tp->ops->win_ptr(tp->ctx, st->peer, parity) + st->win_off;
     if (st->len == 0) {
         return COLL_OK;
     }
+    if (req->args.device) {
+        char *dst = (char *)req->bufs[st->dst_buf] + st->dst_off;
+        win       = (char *)coll_cuda_win_ptr(comm, st->peer, parity) + st->win_off;
+        if (st->kind == COLL_STEP_GET) {
+            return coll_cuda_dev_copy(comm, dst, win, st->len);
+        }
+        return coll_cuda_dev_reduce(comm, s->dtype, s->op, dst,
+                                    (char *)req->bufs[st->src_buf] + st->src_off, win,
+                                    st->len / coll_dtype_size(s->dtype));
+    }
+    win = (char *)tp->ops->win_ptr(tp->ctx, st->peer, parity) + st->win_off;
     if (st->kind == COLL_STEP_GET) {
         memcpy((char *)req->bufs[st->dst_buf] + st->dst_off, win, st->len);
     } else {

@@ -1,0 +1,417 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Device operations: sizing and staging a call's buffers, ordering it on the caller's stream,
+ * and completing it for the caller (a stream that waits, or a request).
+ *
+ * Order: a device operation takes its sequence number and schedule at the call, under the
+ * communicator's lock, like every other call, so calls on host and device memory may be mixed
+ * on one communicator in any order (the same on every rank). Its engine request is gated: it
+ * posts nothing until the proxy thread (proxy.c) has seen the caller's stream reach the call
+ * and copied the inputs to pinned staging.
+ *
+ * The caller's stream waits with a stream memory operation (cuStreamWaitValue32 on a mapped
+ * word, no SM busy) for the proxy to write the call's ticket; where the driver refuses those,
+ * a host function on the stream blocks until the call completes.
+ */
+#include "cuda/devop.h"
+#include "api/check.h"
+#include "cuda/driver.h"
+#include "compiler.h"
+#include "error.h"
+#include "log.h"
+#include "param.h"
+#include "util.h"
+
+#include <string.h>
+
+#define CUDA_TRY(_call, _what)                                                                     \
+    do {                                                                                           \
+        cudaError_t _e = (_call);                                                                  \
+        if (_e != cudaSuccess) {                                                                   \
+            return coll_set_last_error(COLL_ERR_CUDA, "%s: %s", (_what), cudaGetErrorString(_e));  \
+        }                                                                                          \
+    } while (0)
+
+int coll_cuda_call_on_device(const coll_comm_t *comm, const coll_args_t *a, const void *sendbuf,
+                             const void *recvbuf)
+{
+    size_t s, r;
+    coll_call_bytes(comm, a, &s, &r);
+    return (s > 0 && coll_cuda_ptr_device(sendbuf, NULL)) ||
+           (r > 0 && coll_cuda_ptr_device(recvbuf, NULL));
+}
+
+/* ---- pinned staging (proxy thread only) ---- */
+
+/* Bytes of staging d needs (0: none), and where the receive part starts (*roff_p, or -1 when
+ * send and receive share one region in place, starting at the lower of the two). */
+static size_t stage_need(const coll_devop_t *d, size_t *roff_p)
+{
+    uintptr_t s = (uintptr_t)d->usend, r = (uintptr_t)d->urecv;
+
+    *roff_p = 0;
+    if (d->direct || (!d->send_dev && !d->recv_dev)) {
+        return 0;
+    }
+    if (d->send_dev && d->recv_dev && s < r + d->recv_bytes && r < s + d->send_bytes) {
+        uintptr_t lo = s < r ? s : r;
+        uintptr_t hi =
+            s + d->send_bytes > r + d->recv_bytes ? s + d->send_bytes : r + d->recv_bytes;
+        *roff_p = (size_t)-1;
+        return hi - lo;
+    }
+    *roff_p = d->send_dev ? (d->send_bytes + 255) & ~(size_t)255 : 0;
+    return *roff_p + (d->recv_dev ? d->recv_bytes : 0) + 1;
+}
+
+/* Give the call its staging and the engine's buffer pointers (proxy; reserved at the call). */
+coll_result_t coll_devop_stage(coll_cuda_comm_t *cc, coll_devop_t *d)
+{
+    uintptr_t s = (uintptr_t)d->usend, r = (uintptr_t)d->urecv;
+    size_t    roff, need                 = stage_need(d, &roff);
+    char     *base;
+
+    d->esend = (void *)d->usend;
+    d->erecv = d->urecv;
+    if (need == 0) {
+        return COLL_OK;
+    }
+    base = d->heap != NULL ? d->heap : cc->stage_cap >= need ? cc->stage : NULL;
+    if (base == NULL) {
+        return coll_set_last_error(COLL_ERR_INTERNAL, "staging of %zu bytes was not reserved",
+                                   need);
+    }
+    if (roff == (size_t)-1) { /* in place: one region keeps the offsets */
+        uintptr_t lo = s < r ? s : r;
+        d->esend     = base + (s - lo);
+        d->erecv     = base + (r - lo);
+        return COLL_OK;
+    }
+    if (d->send_dev) {
+        d->esend = base;
+    }
+    if (d->recv_dev) {
+        d->erecv = base + roff;
+    }
+    return COLL_OK;
+}
+
+/* ---- per-communicator state ---- */
+
+static coll_result_t cuda_comm_get(coll_comm_t *comm, int device, coll_cuda_comm_t **cc_p)
+{
+    coll_cuda_comm_t *cc = comm->cuda;
+    int               old;
+
+    if (cc != NULL) {
+        if (device >= 0 && cc->device != device) {
+            return coll_comm_arg_error(comm, COLL_ERR_INVALID_ARG,
+                                       "rank %d: buffers are on CUDA device %d but this "
+                                       "communicator's device operations use device %d",
+                                       comm->rank, device, cc->device);
+        }
+        *cc_p = cc;
+        return COLL_OK;
+    }
+    CUDA_TRY(cudaGetDevice(&old), "cudaGetDevice");
+    cc = coll_calloc(1, sizeof(*cc), "CUDA communicator state");
+    if (cc == NULL) {
+        return COLL_ERR_NO_MEMORY;
+    }
+    cc->device = device >= 0 ? device : old;
+    pthread_mutex_init(&cc->qlock, NULL);
+    pthread_cond_init(&cc->qcond, NULL);
+    coll_result_t st = coll_cuda_proxy_start(cc, comm);
+    if (st != COLL_OK) {
+        pthread_mutex_destroy(&cc->qlock);
+        pthread_cond_destroy(&cc->qcond);
+        coll_free(cc);
+        return st;
+    }
+    comm->cuda = cc;
+    *cc_p      = cc;
+    coll_info(COLL, "rank %d: device operations on CUDA device %d, streams wait by %s", comm->rank,
+              cc->device, cc->use_memops ? "stream memory operations" : "host functions");
+    return COLL_OK;
+}
+
+static coll_result_t event_get(coll_cuda_comm_t *cc, cudaEvent_t *ev)
+{
+    if (cc->nevents > 0) {
+        *ev = cc->events[--cc->nevents];
+        return COLL_OK;
+    }
+    CUDA_TRY(cudaEventCreateWithFlags(ev, cudaEventDisableTiming | cudaEventBlockingSync),
+             "cudaEventCreate");
+    return COLL_OK;
+}
+
+static void event_put(coll_cuda_comm_t *cc, cudaEvent_t ev)
+{
+    if (cc->nevents < (int)COLL_ARRAY_SIZE(cc->events)) {
+        cc->events[cc->nevents++] = ev;
+    } else {
+        cudaEventDestroy(ev);
+    }
+}
+
+/* ---- lifetime and completion ---- */
+
+void coll_devop_put(coll_devop_t *d)
+{
+    if (atomic_fetch_sub(&d->refs, 1) != 1) {
+        return;
+    }
+    coll_cuda_comm_t *cc = d->comm->cuda;
+    pthread_mutex_lock(&cc->qlock);
+    if (d->ready != NULL) {
+        event_put(cc, d->ready);
+    }
+    pthread_mutex_unlock(&cc->qlock);
+    coll_free(d->heap);
+    pthread_mutex_destroy(&d->mu);
+    pthread_cond_destroy(&d->cv);
+    coll_free(d);
+}
+
+/* The proxy is done with d: results in place (or failed). */
+void coll_devop_finish(coll_devop_t *d, coll_result_t st)
+{
+    coll_cuda_comm_t *cc = d->comm->cuda;
+    pthread_mutex_lock(&d->mu);
+    d->status = st;
+    atomic_store(&d->complete, 1);
+    pthread_cond_broadcast(&d->cv);
+    pthread_mutex_unlock(&d->mu);
+    if (d->stream_ordered && cc->use_memops) {
+        /* in ticket order: the proxy completes calls in the order they were made */
+        __atomic_store_n(cc->flag, d->ticket, __ATOMIC_RELEASE);
+    }
+}
+
+static void devop_engine_done(void *arg, coll_result_t st)
+{
+    coll_devop_t *d = arg;
+    d->status       = st;
+    d->req          = NULL;
+    atomic_store_explicit(&d->engine_done, 1, memory_order_release);
+}
+
+static void CUDART_CB devop_host_wait(void *arg)
+{
+    coll_devop_t *d = arg;
+    pthread_mutex_lock(&d->mu);
+    while (!atomic_load(&d->complete)) {
+        pthread_cond_wait(&d->cv, &d->mu);
+    }
+    pthread_mutex_unlock(&d->mu);
+    coll_devop_put(d);
+}
+
+/* Make the caller's stream wait for d (lock held). */
+static coll_result_t devop_stream_wait(coll_cuda_comm_t *cc, coll_devop_t *d)
+{
+    const coll_cu_driver_t *drv = coll_cu_driver();
+    if (cc->use_memops) {
+        CUresult r = drv->stream_wait_value32((CUstream)d->ustream, cc->flag_dev, d->ticket,
+                                              CU_STREAM_WAIT_VALUE_GEQ);
+        if (r == CUDA_SUCCESS) {
+            return COLL_OK;
+        }
+        return coll_set_last_error(COLL_ERR_CUDA, "cuStreamWaitValue32 failed (CUresult %d)",
+                                   (int)r);
+    }
+    atomic_fetch_add(&d->refs, 1);
+    cudaError_t e = cudaLaunchHostFunc(d->ustream, devop_host_wait, d);
+    if (e != cudaSuccess) {
+        atomic_fetch_sub(&d->refs, 1);
+        return coll_set_last_error(COLL_ERR_CUDA, "cudaLaunchHostFunc: %s", cudaGetErrorString(e));
+    }
+    return COLL_OK;
+}
+
+coll_result_t coll_cuda_start(coll_comm_t *comm, const coll_args_t *a, const void *sendbuf,
+                              void *recvbuf, void *stream, int stream_ordered, coll_task_t **req_p)
+{
+    const char       *why = coll_cuda_unavailable();
+    coll_cuda_comm_t *cc  = NULL;
+    coll_devop_t     *d;
+    coll_result_t     st;
+    int               dev = -1, sdev = -1, rdev = -1, old = -1;
+
+    if (why != NULL) {
+        return coll_comm_arg_error(comm, COLL_ERR_UNSUPPORTED, "rank %d: %s on a CUDA stream: %s",
+                                   comm->rank, coll_op_name(a->coll), why);
+    }
+    d = coll_calloc(1, sizeof(*d), "device operation");
+    if (d == NULL) {
+        return COLL_ERR_NO_MEMORY;
+    }
+    d->comm           = comm;
+    d->args           = *a;
+    d->usend          = sendbuf;
+    d->urecv          = recvbuf;
+    d->stream_ordered = stream_ordered;
+    d->ustream        = stream_ordered ? (cudaStream_t)stream : cudaStreamLegacy;
+    pthread_mutex_init(&d->mu, NULL);
+    pthread_cond_init(&d->cv, NULL);
+    atomic_init(&d->refs, 2); /* the proxy, and the caller's request or nobody */
+    coll_call_bytes(comm, a, &d->send_bytes, &d->recv_bytes);
+    d->send_dev = d->send_bytes > 0 && coll_cuda_ptr_device(sendbuf, &sdev);
+    d->recv_dev = d->recv_bytes > 0 && coll_cuda_ptr_device(recvbuf, &rdev);
+    if (d->send_dev && d->recv_dev && sdev != rdev) {
+        st = coll_comm_arg_error(comm, COLL_ERR_INVALID_ARG,
+                                 "rank %d: %s: sendbuf is on CUDA device %d, recvbuf on %d",
+                                 comm->rank, coll_op_name(a->coll), sdev, rdev);
+        goto free_d;
+    }
+    dev = d->send_dev ? sdev : d->recv_dev ? rdev : -1;
+
+    pthread_mutex_lock(&comm->lock);
+    st = cuda_comm_get(comm, dev, &cc);
+    if (st != COLL_OK) {
+        pthread_mutex_unlock(&comm->lock);
+        goto free_d;
+    }
+    /* The direct path: an all-reduce whose buffers are all device memory on every rank (the
+     * rule: one call passes the same kind of memory everywhere), ranks sharing a host. The
+     * first such call maps the device windows, collectively. */
+    if (a->coll == COLL_OP_ALLREDUCE && d->send_dev && d->recv_dev && comm->layout.shared_window &&
+        coll_param_bool(COLL_P_CUDA_DIRECT)) {
+        if (!cc->ipc_tried) {
+            pthread_mutex_unlock(&comm->lock);
+            st = coll_cuda_ipc_setup(comm, cc);
+            pthread_mutex_lock(&comm->lock);
+            if (st != COLL_OK) {
+                pthread_mutex_unlock(&comm->lock);
+                goto free_d;
+            }
+        }
+        d->args.device = 1;
+        d->args.layout = &cc->dev_layout;
+        d->args.model  = &comm->model;
+        d->direct      = coll_cuda_dev_algo(comm, &d->args, NULL) != NULL;
+        d->args.device = d->direct;
+        d->args.layout = NULL;
+        d->args.model  = NULL;
+    }
+    cudaGetDevice(&old);
+    if (old != cc->device) {
+        cudaSetDevice(cc->device);
+    }
+    size_t roff, need = stage_need(d, &roff);
+    if (need > cc->stage_cap) {
+        d->heap = coll_malloc(need, "staging buffer");
+        if (d->heap == NULL) {
+            st = COLL_ERR_NO_MEMORY;
+            goto unlock;
+        }
+    }
+    pthread_mutex_lock(&cc->qlock);
+    st = event_get(cc, &d->ready);
+    pthread_mutex_unlock(&cc->qlock);
+    if (st == COLL_OK && cudaEventRecord(d->ready, d->ustream) != cudaSuccess) {
+        st = coll_set_last_error(COLL_ERR_CUDA,
+                                 "%s: cudaEventRecord on the caller's stream failed (stream of "
+                                 "another device, or destroyed?)",
+                                 coll_op_name(a->coll));
+    }
+    if (st == COLL_OK) {
+        /* the proxy points it at staging before opening the gate */
+        st      = coll_engine_start_gated(comm, &d->args, sendbuf, recvbuf, devop_engine_done, d,
+                                          &d->req);
+        d->req0 = d->req;
+    }
+    if (st == COLL_OK) {
+        d->ticket = ++cc->next_ticket;
+        if (stream_ordered) {
+            /* on failure here the call still runs (it is numbered); the stream just does not
+             * wait, and the error says so */
+            st = devop_stream_wait(cc, d);
+        }
+        coll_cuda_proxy_push(cc, d);
+    }
+unlock:
+    if (old >= 0 && old != cc->device) {
+        cudaSetDevice(old);
+    }
+    pthread_mutex_unlock(&comm->lock);
+    if (d->req == NULL && !atomic_load(&d->engine_done)) {
+        goto free_d; /* never started */
+    }
+    if (stream_ordered) {
+        coll_devop_put(d); /* the proxy holds the other reference */
+        return st;
+    }
+    coll_task_t *h = coll_calloc(1, sizeof(*h), "request");
+    if (h == NULL) {
+        coll_devop_put(d); /* runs on; nobody waits for it */
+        return COLL_ERR_NO_MEMORY;
+    }
+    h->comm  = comm;
+    h->devop = d;
+    *req_p   = h;
+    return st;
+free_d:
+    if (d->ready != NULL && comm->cuda != NULL) {
+        pthread_mutex_lock(&comm->cuda->qlock);
+        event_put(comm->cuda, d->ready);
+        pthread_mutex_unlock(&comm->cuda->qlock);
+    }
+    coll_free(d->heap);
+    pthread_mutex_destroy(&d->mu);
+    pthread_cond_destroy(&d->cv);
+    coll_free(d);
+    return st;
+}
+
+coll_result_t coll_cuda_wait(coll_task_t *h)
+{
+    coll_devop_t *d = h->devop;
+    coll_result_t st;
+
+    pthread_mutex_lock(&d->mu);
+    while (!atomic_load(&d->complete)) {
+        pthread_cond_wait(&d->cv, &d->mu);
+    }
+    st = d->status;
+    pthread_mutex_unlock(&d->mu);
+    coll_devop_put(d);
+    coll_free(h);
+    return st;
+}
+
+int coll_cuda_test(coll_task_t *h, coll_result_t *status_p)
+{
+    if (!atomic_load(&h->devop->complete)) {
+        return 0;
+    }
+    *status_p = coll_cuda_wait(h);
+    return 1;
+}
+
+void coll_cuda_comm_destroy(coll_comm_t *comm)
+{
+    coll_cuda_comm_t *cc = comm->cuda;
+    if (cc == NULL) {
+        return;
+    }
+    coll_cuda_proxy_stop(cc);
+    coll_cuda_ipc_close(cc, comm->nranks);
+    if (cc->stage != NULL) {
+        cudaFreeHost(cc->stage);
+    }
+    for (int i = 0; i < cc->nevents; i++) {
+        cudaEventDestroy(cc->events[i]);
+    }
+    if (cc->flag != NULL) {
+        cudaFreeHost((void *)cc->flag);
+    }
+    if (cc->copy != NULL) {
+        cudaStreamDestroy(cc->copy);
+    }
+    pthread_mutex_destroy(&cc->qlock);
+    pthread_cond_destroy(&cc->qcond);
+    coll_free(cc);
+    comm->cuda = NULL;
+}

@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: MIT */
+/* Device operations and the per-communicator CUDA state behind them (internal to src/cuda/). */
+#ifndef COLL_CUDA_DEVOP_H
+#define COLL_CUDA_DEVOP_H
+
+#include "cuda/cuda.h"
+
+#include <cuda.h>
+#include <cuda_runtime.h>
+#include <pthread.h>
+#include <stdatomic.h>
+
+typedef struct coll_devop {
+    coll_comm_t *comm;
+    coll_args_t  args;
+    const void  *usend; /* the caller's buffers */
+    void        *urecv;
+    size_t       send_bytes; /* read and written on this rank; 0 when unused here */
+    size_t       recv_bytes;
+    int          direct;   /* 1: runs on device memory in place (ipc.c), no staging */
+    int          send_dev; /* 1: the buffer is device memory (staged unless direct) */
+    int          recv_dev;
+    void        *esend; /* what the engine reads and writes */
+    void        *erecv;
+    void        *heap;  /* staging from the heap when the pinned region is too small */
+    cudaEvent_t  ready; /* recorded on the caller's stream at the call */
+    cudaStream_t ustream;
+    int          stream_ordered;
+    uint32_t     ticket; /* the caller's stream waits for flag >= ticket */
+    coll_task_t *req;    /* the gated engine request, until it ends */
+    coll_task_t *req0;   /* the same, kept: the memory stays valid until destroy or its end */
+
+    atomic_int         engine_done; /* on_done ran: status holds the engine's result */
+    atomic_int         complete;    /* results are in the caller's buffers (or it failed) */
+    coll_result_t      status;
+    atomic_int         refs; /* proxy + request handle or host-function waiter */
+    pthread_mutex_t    mu;
+    pthread_cond_t     cv;
+    struct coll_devop *next; /* proxy queue */
+} coll_devop_t;
+
+typedef struct coll_cuda_comm {
+    int             device;
+    pthread_t       thread;
+    int             started;
+    pthread_mutex_t qlock;
+    pthread_cond_t  qcond;
+    int             stop;
+    coll_devop_t   *head, *tail;
+    cudaStream_t    copy; /* non-blocking: never waits for the legacy default stream */
+    /* the caller's streams wait on this word (mapped pinned memory) */
+    volatile uint32_t *flag;
+    CUdeviceptr        flag_dev;
+    uint32_t           next_ticket;
+    int                use_memops; /* 0: a host function on the stream waits instead */
+    /* Pinned staging of COLL_CUDA_STAGING_SIZE bytes, allocated with the state (when no call of
+     * ours can be in flight) and used by the proxy alone, one call at a time. Calls that need
+     * more get pageable heap memory at the call. Nothing here allocates pinned or device memory
+     * while calls are in flight: such allocations may synchronise the device, that is wait for
+     * the callers' streams, which wait for the proxy. */
+    void  *stage;
+    size_t stage_cap;
+    /* the direct path (ipc.c): device windows of every rank, mapped here */
+    int                ipc_tried, ipc_ok;
+    size_t             win_bytes; /* per half */
+    void              *win_own;   /* this rank's two halves */
+    int                win_ready; /* win_own allocated and exported */
+    cudaIpcMemHandle_t win_handle;
+    void             **win; /* by rank: base of its two halves here */
+    coll_layout_t      dev_layout;
+    cudaStream_t       exec;       /* window and local steps of device calls */
+    cudaEvent_t        events[64]; /* free ready-events */
+    int                nevents;
+} coll_cuda_comm_t;
+
+/* proxy.c */
+coll_result_t coll_cuda_proxy_start(coll_cuda_comm_t *cc, coll_comm_t *comm);
+void          coll_cuda_proxy_push(coll_cuda_comm_t *cc, coll_devop_t *d);
+void          coll_cuda_proxy_stop(coll_cuda_comm_t *cc);
+
+/* ipc.c: allocate this rank's device windows (with the state), then exchange them
+ * (collective over comm, at the first device all-reduce) */
+void          coll_cuda_ipc_alloc(coll_comm_t *comm, coll_cuda_comm_t *cc);
+coll_result_t coll_cuda_ipc_setup(coll_comm_t *comm, coll_cuda_comm_t *cc);
+void          coll_cuda_ipc_close(coll_cuda_comm_t *cc, int nranks);
+
+/* devop.c */
+void          coll_devop_put(coll_devop_t *d);
+void          coll_devop_finish(coll_devop_t *d, coll_result_t st);
+coll_result_t coll_devop_stage(coll_cuda_comm_t *cc, coll_devop_t *d); /* proxy only */
+
+#endif

@@ -1,0 +1,230 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The direct device path: device windows shared through CUDA IPC, and the synchronous copy and
+ * reduction that the engine's window and local steps run on device memory. At the first device
+ * all-reduce of a communicator whose ranks share one host (and the shm transport's windows),
+ * every rank allocates two halves of COLL_CUDA_WINDOW_SIZE bytes, and the ranks exchange IPC
+ * handles with an all-gather on host memory. If any rank cannot, every rank learns it from the
+ * same all-gather and the communicator keeps to staging. The one-shot and two-shot all-reduce
+ * schedules then run unchanged: their flags and acknowledgements are the host windows', their
+ * data moves between device windows by copy engine and reduction kernels.
+ */
+#include "cuda/devop.h"
+#include "cuda/kernels.h"
+#include "error.h"
+#include "log.h"
+#include "param.h"
+#include "util.h"
+
+#include <string.h>
+#include <unistd.h>
+
+typedef struct {
+    int                ok;
+    int                pid;
+    cudaIpcMemHandle_t handle;
+} ipc_card_t;
+
+void coll_cuda_ipc_alloc(coll_comm_t *comm, coll_cuda_comm_t *cc)
+{
+    cudaError_t e;
+
+    cc->win_bytes = coll_param_size(COLL_P_CUDA_WINDOW_SIZE);
+    if (cc->win_bytes == 0 || !coll_param_bool(COLL_P_CUDA_DIRECT) || !comm->layout.shared_window) {
+        return;
+    }
+    e = cudaStreamCreateWithFlags(&cc->exec, cudaStreamNonBlocking);
+    if (e == cudaSuccess) {
+        e = cudaMalloc(&cc->win_own, 2 * cc->win_bytes);
+    }
+    if (e == cudaSuccess) {
+        e = cudaIpcGetMemHandle(&cc->win_handle, cc->win_own);
+    }
+    cc->win_ready = e == cudaSuccess;
+    if (!cc->win_ready) {
+        coll_info(COLL, "rank %d: no device windows (%s); device calls use staging", comm->rank,
+                  cudaGetErrorString(e));
+        cudaGetLastError();
+    }
+}
+
+coll_result_t coll_cuda_ipc_setup(coll_comm_t *comm, coll_cuda_comm_t *cc)
+{
+    int           n    = comm->nranks;
+    ipc_card_t   *all  = coll_calloc((size_t)n, sizeof(*all), "IPC handles");
+    ipc_card_t    mine = {0};
+    coll_result_t st;
+    cudaError_t   e   = cudaSuccess;
+    int           old = -1, all_ok = 1;
+
+    cc->ipc_tried = 1;
+    if (all == NULL) {
+        return COLL_ERR_NO_MEMORY;
+    }
+    cudaGetDevice(&old);
+    cudaSetDevice(cc->device);
+    mine.ok     = cc->win_ready;
+    mine.handle = cc->win_handle;
+    mine.pid    = (int)getpid();
+    coll_debug(COLL, "rank %d: exchanging device windows", comm->rank);
+    /* the same call on every rank: its first device all-reduce */
+    st = coll_allgather(&mine, all, sizeof(mine), COLL_UINT8, comm);
+    if (st == COLL_OK) {
+        cc->win = coll_calloc((size_t)n, sizeof(void *), "device windows");
+        for (int r = 0; r < n; r++) {
+            all_ok &= all[r].ok;
+        }
+        for (int r = 0; r < n && all_ok && cc->win != NULL; r++) {
+            if (r == comm->rank) {
+                cc->win[r] = cc->win_own;
+                continue;
+            }
+            e = cudaIpcOpenMemHandle(&cc->win[r], all[r].handle, cudaIpcMemLazyEnablePeerAccess);
+            if (e != cudaSuccess) {
+                /* cannot be undone alike on every rank: fail the communicator loudly */
+                st         = coll_comm_fail(comm, COLL_ERR_CUDA,
+                                            "rank %d: mapping rank %d's device window (pid %d): %s",
+                                            comm->rank, r, all[r].pid, cudaGetErrorString(e));
+                cc->win[r] = NULL;
+                break;
+            }
+        }
+        cc->ipc_ok = all_ok && st == COLL_OK && cc->win != NULL;
+    }
+    cc->dev_layout               = comm->layout;
+    cc->dev_layout.window_bytes  = cc->win_bytes;
+    cc->dev_layout.shared_window = comm->layout.shared_window && cc->ipc_ok;
+    if (old >= 0) {
+        cudaSetDevice(old);
+    }
+    coll_info(COLL, "rank %d: device windows %s (%zu bytes per half)", comm->rank,
+              cc->ipc_ok ? "mapped from every rank" : "not used", cc->win_bytes);
+    coll_free(all);
+    return st;
+}
+
+void coll_cuda_ipc_close(coll_cuda_comm_t *cc, int nranks)
+{
+    for (int r = 0; cc->win != NULL && r < nranks; r++) {
+        if (cc->win[r] != NULL && cc->win[r] != cc->win_own) {
+            cudaIpcCloseMemHandle(cc->win[r]);
+        }
+    }
+    coll_free(cc->win);
+    cc->win = NULL;
+    if (cc->win_own != NULL) {
+        cudaFree(cc->win_own);
+        cc->win_own = NULL;
+    }
+    if (cc->exec != NULL) {
+        cudaStreamDestroy(cc->exec);
+        cc->exec = NULL;
+    }
+}
+
+const coll_layout_t *coll_cuda_dev_layout(coll_comm_t *comm)
+{
+    return &comm->cuda->dev_layout;
+}
+
+const coll_algo_t *coll_cuda_dev_algo(coll_comm_t *comm, const coll_args_t *args, double *cost_p)
+{
+    coll_cuda_comm_t  *cc = comm->cuda;
+    const coll_algo_t *cand[2], *best = NULL;
+    double             best_cost = -1;
+
+    if (cc == NULL || !cc->ipc_ok || args->coll != COLL_OP_ALLREDUCE) {
+        return NULL;
+    }
+    cand[0] = coll_algo_registry_find("oneshot");
+    cand[1] = coll_algo_registry_find("twoshot");
+    if (comm->algo_override != NULL) {
+        const coll_algo_t *a =
+            coll_algo_select(comm->nranks, args, comm->algo_override, &comm->model, cost_p);
+        if (a == cand[0] || a == cand[1]) {
+            return a;
+        }
+    }
+    for (int i = 0; i < 2; i++) {
+        if (cand[i] == NULL || !coll_algo_applies(cand[i], comm->nranks, args)) {
+            continue;
+        }
+        double c = cand[i]->cost_us(comm->nranks, args, &comm->model);
+        if (best == NULL || c < best_cost) {
+            best      = cand[i];
+            best_cost = c;
+        }
+    }
+    if (cost_p != NULL) {
+        *cost_p = best_cost;
+    }
+    return best;
+}
+
+void *coll_cuda_win_ptr(coll_comm_t *comm, int rank, int parity)
+{
+    coll_cuda_comm_t *cc = comm->cuda;
+    return (char *)cc->win[rank] + (size_t)parity * cc->win_bytes;
+}
+
+/* Run on the exec stream with the communicator's device current, then wait. */
+static coll_result_t exec_sync(coll_comm_t *comm, cudaError_t e, const char *what)
+{
+    coll_cuda_comm_t *cc = comm->cuda;
+    if (e == cudaSuccess) {
+        e = cudaStreamSynchronize(cc->exec);
+    }
+    if (e != cudaSuccess) {
+        return coll_comm_fail(comm, COLL_ERR_CUDA, "rank %d: %s on device memory: %s", comm->rank,
+                              what, cudaGetErrorString(e));
+    }
+    return COLL_OK;
+}
+
+#define EXEC_ON_DEVICE(_cc, _old)                                                                  \
+    int _old = -1;                                                                                 \
+    cudaGetDevice(&_old);                                                                          \
+    if (_old != (_cc)->device) {                                                                   \
+        cudaSetDevice((_cc)->device);                                                              \
+    }
+#define EXEC_RESTORE(_cc, _old)                                                                    \
+    if (_old >= 0 && _old != (_cc)->device) {                                                      \
+        cudaSetDevice(_old);                                                                       \
+    }
+
+coll_result_t coll_cuda_dev_copy(coll_comm_t *comm, void *dst, const void *src, size_t len)
+{
+    coll_cuda_comm_t *cc = comm->cuda;
+    coll_debug(COLL, "rank %d: device copy %zu bytes %p -> %p", comm->rank, len, src, dst);
+    EXEC_ON_DEVICE(cc, old);
+    coll_result_t st =
+        exec_sync(comm, cudaMemcpyAsync(dst, src, len, cudaMemcpyDeviceToDevice, cc->exec), "copy");
+    coll_debug(COLL, "rank %d: device copy done", comm->rank);
+    EXEC_RESTORE(cc, old);
+    return st;
+}
+
+coll_result_t coll_cuda_dev_reduce(coll_comm_t *comm, coll_dtype_t dt, coll_redop_t op, void *dst,
+                                   const void *a, const void *b, size_t n)
+{
+    coll_cuda_comm_t *cc = comm->cuda;
+    coll_debug(COLL, "rank %d: device reduction of %zu elements %p, %p -> %p", comm->rank, n, a, b,
+               dst);
+    EXEC_ON_DEVICE(cc, old);
+    coll_result_t st = exec_sync(
+        comm, (cudaError_t)coll_cuda_reduce2(dt, op, dst, a, b, n, cc->exec), "reduction");
+    coll_debug(COLL, "rank %d: device reduction done", comm->rank);
+    EXEC_RESTORE(cc, old);
+    return st;
+}
+
+coll_result_t coll_cuda_dev_div(coll_comm_t *comm, coll_dtype_t dt, void *buf, size_t n,
+                                int divisor)
+{
+    coll_cuda_comm_t *cc = comm->cuda;
+    EXEC_ON_DEVICE(cc, old);
+    coll_result_t st =
+        exec_sync(comm, (cudaError_t)coll_cuda_div(dt, buf, n, divisor, cc->exec), "division");
+    EXEC_RESTORE(cc, old);
+    return st;
+}

@@ -1,0 +1,249 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The proxy thread of a communicator's device operations. In call order it waits for the
+ * caller's stream to reach each call (a blocking-sync event), copies device inputs to pinned
+ * staging on its own non-blocking stream, opens the engine request's gate and drives progress
+ * until the engine is done with it, copies the results to the device, and releases the
+ * caller's stream. It drives progress only when the communicator's lock is free: a thread
+ * already waiting on the communicator progresses the opened request too.
+ */
+#include "cuda/devop.h"
+#include "cuda/driver.h"
+#include "cuda/kernels.h"
+#include "error.h"
+#include "log.h"
+#include "param.h"
+#include "util.h"
+
+#include <time.h>
+
+#define PROXY_SLICE_S 0.002
+
+static coll_result_t proxy_cuda_error(coll_devop_t *d, const char *what, cudaError_t e)
+{
+    coll_comm_t *comm = d->comm;
+    pthread_mutex_lock(&comm->lock);
+    coll_result_t st =
+        coll_comm_fail(comm, COLL_ERR_CUDA, "rank %d: %s #%u: %s: %s", comm->rank,
+                       coll_op_name(d->args.coll), d->ticket, what, cudaGetErrorString(e));
+    pthread_mutex_unlock(&comm->lock);
+    return st;
+}
+
+/* Drive progress until the engine is done with d's request. */
+static void proxy_drive(coll_devop_t *d)
+{
+    coll_comm_t *comm = d->comm;
+
+    while (!atomic_load_explicit(&d->engine_done, memory_order_acquire)) {
+        if (pthread_mutex_trylock(&comm->lock) == 0) {
+            if (!atomic_load(&d->engine_done)) {
+                coll_engine_progress(comm);
+            }
+            if (!atomic_load(&d->engine_done)) {
+                coll_engine_check(comm, d->req);
+                coll_engine_progress(comm); /* reaps it if the check failed the communicator */
+            }
+            if (!atomic_load(&d->engine_done)) {
+                coll_engine_block(comm, PROXY_SLICE_S);
+            }
+            pthread_mutex_unlock(&comm->lock);
+        } else {
+            /* another thread waits on the communicator and progresses this request too */
+            struct timespec ts = {0, 50000};
+            nanosleep(&ts, NULL);
+        }
+    }
+}
+
+static void proxy_run(coll_cuda_comm_t *cc, coll_devop_t *d)
+{
+    cudaError_t   e;
+    coll_result_t st = COLL_OK;
+
+    coll_debug(COLL, "rank %d: proxy: %s ticket %u: waiting for the caller's stream", d->comm->rank,
+               coll_op_name(d->args.coll), d->ticket);
+    e = cudaEventSynchronize(d->ready);
+    coll_debug(COLL, "rank %d: proxy: ticket %u: stream reached (%s)", d->comm->rank, d->ticket,
+               d->direct ? "direct" : "staged");
+    if (e != cudaSuccess) {
+        st = proxy_cuda_error(d, "waiting for the caller's stream", e);
+    } else if (coll_devop_stage(cc, d) != COLL_OK) {
+        pthread_mutex_lock(&d->comm->lock);
+        st = coll_comm_fail(d->comm, COLL_ERR_NO_MEMORY, "rank %d: %s", d->comm->rank,
+                            coll_last_error());
+        pthread_mutex_unlock(&d->comm->lock);
+    } else if (d->send_dev && !d->direct) {
+        e = cudaMemcpyAsync(d->esend, d->usend, d->send_bytes, cudaMemcpyDeviceToHost, cc->copy);
+        if (e == cudaSuccess) {
+            e = cudaStreamSynchronize(cc->copy);
+        }
+        if (e != cudaSuccess) {
+            st = proxy_cuda_error(d, "copying the input to staging", e);
+        }
+    }
+    /* a gated request is not freed before it ends (a failed one is parked), so req0 is valid
+     * here even if a failure reaped it meanwhile. After a failure it stays closed (its buffers
+     * are not host memory) and progress reaps it with the communicator's error. */
+    if (st == COLL_OK) {
+        d->req0->bufs[COLL_BUF_SEND] = d->esend;
+        d->req0->bufs[COLL_BUF_RECV] = d->erecv;
+        coll_engine_open_gate(d->req0);
+    }
+    proxy_drive(d);
+    coll_debug(COLL, "rank %d: proxy: ticket %u: engine done (%d)", d->comm->rank, d->ticket,
+               (int)d->status);
+    if (st == COLL_OK) {
+        st = d->status;
+    }
+    if (st == COLL_OK && d->recv_dev && !d->direct) {
+        e = cudaMemcpyAsync(d->urecv, d->erecv, d->recv_bytes, cudaMemcpyHostToDevice, cc->copy);
+        if (e == cudaSuccess) {
+            e = cudaStreamSynchronize(cc->copy);
+        }
+        if (e != cudaSuccess) {
+            st = proxy_cuda_error(d, "copying the result to the device", e);
+        }
+    }
+    if (st != COLL_OK) {
+        coll_warn(COLL, "rank %d: %s on device memory failed: %s", d->comm->rank,
+                  coll_op_name(d->args.coll), d->comm->last_error);
+    }
+    coll_devop_finish(d, st);
+    coll_devop_put(d);
+}
+
+static void *proxy_main(void *arg)
+{
+    coll_cuda_comm_t *cc = arg;
+
+    cudaSetDevice(cc->device);
+    pthread_mutex_lock(&cc->qlock);
+    for (;;) {
+        while (cc->head == NULL && !cc->stop) {
+            pthread_cond_wait(&cc->qcond, &cc->qlock);
+        }
+        if (cc->head == NULL) {
+            break;
+        }
+        coll_devop_t *d = cc->head;
+        cc->head        = d->next;
+        if (cc->head == NULL) {
+            cc->tail = NULL;
+        }
+        pthread_mutex_unlock(&cc->qlock);
+        proxy_run(cc, d);
+        pthread_mutex_lock(&cc->qlock);
+    }
+    pthread_mutex_unlock(&cc->qlock);
+    return NULL;
+}
+
+void coll_cuda_proxy_push(coll_cuda_comm_t *cc, coll_devop_t *d)
+{
+    pthread_mutex_lock(&cc->qlock);
+    d->next = NULL;
+    if (cc->tail != NULL) {
+        cc->tail->next = d;
+    } else {
+        cc->head = d;
+    }
+    cc->tail = d;
+    pthread_cond_signal(&cc->qcond);
+    pthread_mutex_unlock(&cc->qlock);
+}
+
+/* Can the caller's streams wait by stream memory operations here? Tried once on our stream. */
+static int proxy_memops_work(coll_cuda_comm_t *cc)
+{
+    const coll_cu_driver_t *drv  = coll_cu_driver();
+    int                     mode = coll_param_enum(COLL_P_CUDA_STREAM_WAIT); /* auto memop hostfn */
+
+    if (mode == 2 || drv->stream_wait_value32 == NULL) {
+        return 0;
+    }
+    if (drv->stream_wait_value32((CUstream)cc->copy, cc->flag_dev, 0, CU_STREAM_WAIT_VALUE_GEQ) !=
+            CUDA_SUCCESS ||
+        cudaStreamSynchronize(cc->copy) != cudaSuccess) {
+        if (mode == 1) {
+            coll_warn(COLL, "COLL_CUDA_STREAM_WAIT=memop: the driver refuses stream memory "
+                            "operations; using host functions");
+        }
+        return 0;
+    }
+    return 1;
+}
+
+coll_result_t coll_cuda_proxy_start(coll_cuda_comm_t *cc, coll_comm_t *comm)
+{
+    void       *host = NULL, *dev = NULL;
+    int         old = -1;
+    cudaError_t e;
+
+    cudaGetDevice(&old);
+    e = cudaSetDevice(cc->device);
+    if (e == cudaSuccess) {
+        e = cudaStreamCreateWithFlags(&cc->copy, cudaStreamNonBlocking);
+    }
+    if (e == cudaSuccess) {
+        e = cudaHostAlloc(&host, sizeof(uint32_t), cudaHostAllocMapped | cudaHostAllocPortable);
+    }
+    if (e == cudaSuccess) {
+        *(volatile uint32_t *)host = 0;
+        e                          = cudaHostGetDevicePointer(&dev, host, 0);
+    }
+    if (e != cudaSuccess) {
+        if (old >= 0) {
+            cudaSetDevice(old);
+        }
+        return coll_comm_arg_error(comm, COLL_ERR_CUDA,
+                                   "rank %d: setting up device operations on CUDA device %d: %s",
+                                   comm->rank, cc->device, cudaGetErrorString(e));
+    }
+    cc->flag       = host;
+    cc->flag_dev   = (CUdeviceptr)dev;
+    cc->use_memops = proxy_memops_work(cc);
+    /* the pinned staging and the device windows, now that none of our calls is in flight */
+    cc->stage_cap = coll_param_size(COLL_P_CUDA_STAGING_SIZE);
+    if (cc->stage_cap > 0 &&
+        cudaHostAlloc(&cc->stage, cc->stage_cap, cudaHostAllocPortable) != cudaSuccess) {
+        cudaGetLastError();
+        coll_warn(COLL, "rank %d: no pinned staging of %zu bytes; staging from the heap",
+                  comm->rank, cc->stage_cap);
+        cc->stage     = NULL;
+        cc->stage_cap = 0;
+    }
+    /* the direct path's kernels, loaded while no stream waits for us (kernels.h) */
+    e = (cudaError_t)coll_cuda_kernels_load();
+    if (e == cudaSuccess) {
+        coll_cuda_ipc_alloc(comm, cc);
+    } else {
+        cudaGetLastError();
+        coll_info(COLL,
+                  "rank %d: reduction kernels do not load on CUDA device %d (%s); device "
+                  "calls use staging",
+                  comm->rank, cc->device, cudaGetErrorString(e));
+    }
+    if (old >= 0) {
+        cudaSetDevice(old);
+    }
+    if (pthread_create(&cc->thread, NULL, proxy_main, cc) != 0) {
+        return coll_comm_arg_error(comm, COLL_ERR_INTERNAL, "rank %d: cannot start the CUDA proxy",
+                                   comm->rank);
+    }
+    cc->started = 1;
+    return COLL_OK;
+}
+
+void coll_cuda_proxy_stop(coll_cuda_comm_t *cc)
+{
+    if (!cc->started) {
+        return;
+    }
+    pthread_mutex_lock(&cc->qlock);
+    cc->stop = 1;
+    pthread_cond_signal(&cc->qcond);
+    pthread_mutex_unlock(&cc->qlock);
+    pthread_join(cc->thread, NULL);
+    cc->started = 0;
+}
