@@ -44,6 +44,27 @@ static int args_rank(int rank, int n, coll_comm_t *comm, void *arg)
     ASSERT_STR_CONTAINS(coll_last_error(), "comm is NULL");
     ASSERT_EQ(coll_wait(NULL), COLL_ERR_INVALID_ARG);
     ASSERT_EQ(coll_comm_rank(comm, NULL), COLL_ERR_INVALID_ARG);
+    /* stream-ordered calls check their arguments first, like the host calls */
+    EXPECT_ERR(coll_allreduce_stream(NULL, b, 4, COLL_FLOAT32, COLL_SUM, comm, NULL),
+               COLL_ERR_INVALID_ARG, "sendbuf is NULL");
+    EXPECT_ERR(coll_broadcast_stream(a, b, 4, COLL_FLOAT32, 7, comm, NULL), COLL_ERR_INVALID_ARG,
+               "root 7");
+    EXPECT_ERR(coll_send_stream(a, 4, COLL_FLOAT32, rank, comm, NULL), COLL_ERR_INVALID_ARG,
+               "itself");
+    /* without CUDA (this build, or no driver/device here) they refuse, saying why; with a
+     * device they run on the legacy default stream, ordered before the calls below */
+    {
+        static float  c[4], d[4];
+        coll_result_t st = coll_allreduce_stream(c, d, 4, COLL_FLOAT32, COLL_SUM, comm, NULL);
+        if (st == COLL_ERR_UNSUPPORTED) {
+            ASSERT_STR_CONTAINS(coll_comm_last_error(comm), "allreduce on a CUDA stream");
+            ASSERT_STR_CONTAINS(coll_comm_last_error(comm), "CUDA");
+            EXPECT_ERR(coll_allgather_stream(c, d, 2, COLL_FLOAT32, comm, NULL),
+                       COLL_ERR_UNSUPPORTED, "allgather on a CUDA stream");
+        } else {
+            ASSERT_OK(st);
+        }
+    }
     /* the communicator still works after all that */
     for (int i = 0; i < 4; i++) {
         a[i] = (float)(rank + i);
