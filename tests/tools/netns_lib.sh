@@ -14,7 +14,9 @@
 #   netns_exec h CMD...             run CMD on host h (0-based)
 #   netns_run N OUTDIR CMD...       H*N ranks of CMD, rank r on host r/N; rank r's stdout and
 #                                   stderr go to OUTDIR/rank<r>.log; status: 0, or the first
-#                                   failed rank's (124 on NETNS_TIMEOUT)
+#                                   failed rank's (124 on NETNS_TIMEOUT). N may also be one
+#                                   count per host, comma-separated ("4,3": ranks 0-3 on host
+#                                   0, ranks 4-6 on host 1)
 #   netns_atexit 'CMD'              one more command for netns_cleanup
 #   netns_cleanup                   stop ranks, delete the namespaces (trapped on EXIT INT TERM)
 #
@@ -234,10 +236,29 @@ netns_run() {
         echo "netns_run: no hosts: call netns_setup, netns_create or netns_emulate first" >&2
         return 99
     fi
-    _n=$1
     _out=$2
+    case $1 in
+    *,*) _per=$(echo "$1" | tr ',' ' ') ;;
+    *)
+        _per=
+        _h=0
+        while [ "$_h" -lt "$NETNS_HOSTS" ]; do
+            _per="$_per $1"
+            _h=$((_h + 1))
+        done
+        ;;
+    esac
     shift 2
-    _np=$((NETNS_HOSTS * _n))
+    _np=0
+    _h=0
+    for _c in $_per; do
+        _np=$((_np + _c))
+        _h=$((_h + 1))
+    done
+    if [ "$_h" -ne "$NETNS_HOSTS" ]; then
+        echo "netns_run: $_h rank counts for $NETNS_HOSTS hosts" >&2
+        return 99
+    fi
     netns_port_next
     if [ "$NETNS_MODE" = netns ]; then
         _root=10.77.0.1:$NETNS_PORT
@@ -252,19 +273,24 @@ netns_run() {
     mkdir -p "$_out" || return 99
     NETNS_PIDS=
     _r=0
-    while [ "$_r" -lt "$_np" ]; do
-        _h=$((_r / _n))
+    _h=0
+    for _c in $_per; do
         _pre="env"
         [ "$NETNS_MODE" = netns ] && _pre="ip netns exec $(netns_name "$_h")"
-        # One process per rank, whose pid is $!: "ip netns exec" and env exec timeout, and
-        # timeout passes TERM on to the rank, so killing that pid stops the rank too.
-        # shellcheck disable=SC2086 # $_pre is a command prefix: split it into words
-        $_pre timeout -k 5 "$NETNS_TIMEOUT" env COLL_RANK="$_r" COLL_NRANKS="$_np" \
-            COLL_LOCAL_RANK=$((_r % _n)) COLL_LOCAL_NRANKS="$_n" COLL_ROOT_ADDR="$_root" \
-            COLL_JOB_SECRET="$_secret" COLL_HOSTID="${_hostpre}h$_h" COLL_SOCKET_IFNAME="$_ifname" \
-            "$@" < /dev/null > "$_out/rank$_r.log" 2>&1 &
-        NETNS_PIDS="$NETNS_PIDS $!"
-        _r=$((_r + 1))
+        _l=0
+        while [ "$_l" -lt "$_c" ]; do
+            # One process per rank, whose pid is $!: "ip netns exec" and env exec timeout, and
+            # timeout passes TERM on to the rank, so killing that pid stops the rank too.
+            # shellcheck disable=SC2086 # $_pre is a command prefix: split it into words
+            $_pre timeout -k 5 "$NETNS_TIMEOUT" env COLL_RANK="$_r" COLL_NRANKS="$_np" \
+                COLL_LOCAL_RANK="$_l" COLL_LOCAL_NRANKS="$_c" COLL_ROOT_ADDR="$_root" \
+                COLL_JOB_SECRET="$_secret" COLL_HOSTID="${_hostpre}h$_h" \
+                COLL_SOCKET_IFNAME="$_ifname" "$@" < /dev/null > "$_out/rank$_r.log" 2>&1 &
+            NETNS_PIDS="$NETNS_PIDS $!"
+            _r=$((_r + 1))
+            _l=$((_l + 1))
+        done
+        _h=$((_h + 1))
     done
     # Reap ranks as they end; once one fails the others get NETNS_GRACE seconds, then TERM,
     # so a crash costs seconds rather than the library's own timeouts.
