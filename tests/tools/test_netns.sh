@@ -6,8 +6,9 @@
 # for it. Then 7 ranks as 4 + 3 on 2 hosts: every algorithm collinfo -a lists for all-reduce,
 # reduce-scatter, all-gather, broadcast and reduce, each of which either runs or is reported in
 # the debug log as unable to run the call (the cost model chooses then: coll.7, COLL_ALGO); hier
-# needs the same rank count on every host, so there it must fall back. Without root or namespaces the same jobs run on loopback with the hosts emulated by
-# COLL_HOSTID, and the output says so. It measures nothing: timings here mean nothing.
+# needs the same rank count on every host, so there it must fall back. Without root or
+# namespaces the same jobs run on loopback with the hosts emulated by COLL_HOSTID, and the
+# output says so. It measures nothing: timings here mean nothing.
 set -u
 top_builddir=${top_builddir:-.}
 bench=$top_builddir/collbench
