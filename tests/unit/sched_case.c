@@ -92,6 +92,18 @@ void tbuf_alloc(trank_t *t, int b, size_t bytes)
     memset(t->buf[b], 0x5a, bytes + 1);
 }
 
+void tproc_bind(sim_proc_t *p, const coll_sched_t *s, trank_t *t)
+{
+    if (s->scratch_bytes > 0) {
+        tbuf_alloc(t, COLL_BUF_SCRATCH, s->scratch_bytes);
+    }
+    p->sched = s;
+    for (int b = 0; b < COLL_BUF_COUNT; b++) {
+        p->buf[b]  = t->buf[b];
+        p->size[b] = t->size[b];
+    }
+}
+
 void trank_setup(const tcase_t *tc, int r, trank_t *t)
 {
     size_t    es = coll_dtype_size(tc->args.dtype), cnt = tc->args.count, n = (size_t)tc->nranks;
@@ -288,14 +300,7 @@ void run_case(const tcase_t *tc)
     tbuild(tc, s);
     for (int r = 0; r < tc->nranks; r++) {
         trank_setup(tc, r, &ranks[r]);
-        if (s[r].scratch_bytes > 0) {
-            tbuf_alloc(&ranks[r], COLL_BUF_SCRATCH, s[r].scratch_bytes);
-        }
-        procs[r].sched = &s[r];
-        for (int b = 0; b < COLL_BUF_COUNT; b++) {
-            procs[r].buf[b]  = ranks[r].buf[b];
-            procs[r].size[b] = ranks[r].size[b];
-        }
+        tproc_bind(&procs[r], &s[r], &ranks[r]);
     }
     if (sim_run(procs, tc->nranks, tc->seed, &stats, err, sizeof(err)) != 0) {
         tdescribe(tc, d, sizeof(d));

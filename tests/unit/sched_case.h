@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include "algo.h"
 #include "sched.h"
+#include "sim.h"
 
 #define MAX_RANKS 16
 
@@ -42,6 +43,8 @@ double tget(coll_dtype_t dt, const void *base, size_t i);
 void   tbuf_alloc(trank_t *t, int b, size_t bytes);
 void   trank_setup(const tcase_t *tc, int r, trank_t *t);
 void   trank_free(trank_t *t);
+/* Simulator participant p runs schedule s on rank t's buffers, with scratch allocated for it. */
+void tproc_bind(sim_proc_t *p, const coll_sched_t *s, trank_t *t);
 /* The expected output of every rank, from the inputs (caller frees). */
 char *treference(const tcase_t *tc, trank_t *ranks);
 void  tdescribe(const tcase_t *tc, char *buf, size_t len);

@@ -80,9 +80,7 @@ static void run_p2p(const tcase_t *tc0)
         for (size_t i = 0; i < tc.args.count && is_send; i++) {
             tset(tc.args.dtype, t[p].buf[b], i, tvalue(&tc, r, i));
         }
-        procs[p].sched = &s[p];
-        memcpy(procs[p].buf, t[p].buf, sizeof(procs[p].buf));
-        memcpy(procs[p].size, t[p].size, sizeof(procs[p].size));
+        tproc_bind(&procs[p], &s[p], &t[p]);
     }
     if (sim_run(procs, 2 * n, tc.seed, NULL, err, sizeof(err)) != 0) {
         tdescribe(&tc, d, sizeof(d));
@@ -327,14 +325,7 @@ static void run_identity(const coll_algo_t *algo, int n, coll_dtype_t dt, coll_r
         }
         memcpy(tip(&tc, r) ? ranks[r].buf[COLL_BUF_RECV] : ranks[r].buf[COLL_BUF_SEND], ranks[r].in,
                count * es);
-        if (s[r].scratch_bytes > 0) {
-            tbuf_alloc(&ranks[r], COLL_BUF_SCRATCH, s[r].scratch_bytes);
-        }
-        procs[r].sched = &s[r];
-        for (int b = 0; b < COLL_BUF_COUNT; b++) {
-            procs[r].buf[b]  = ranks[r].buf[b];
-            procs[r].size[b] = ranks[r].size[b];
-        }
+        tproc_bind(&procs[r], &s[r], &ranks[r]);
     }
     tdescribe(&tc, d, sizeof(d));
     if (sim_run(procs, n, seed, NULL, err, sizeof(err)) != 0) {
