@@ -337,6 +337,10 @@ static const coll_algo_t *algo_override(int nranks, const coll_args_t *args, con
             a = algo_spec_algo(spec, tok, len);
             if (generic == NULL && a != NULL && coll_algo_applies(a, nranks, args)) {
                 generic = a;
+            } else if (a != NULL && (unsigned)args->coll < COLL_OP_COUNT &&
+                       (a->colls & ALGO_BIT(args->coll)) != 0 &&
+                       !coll_algo_applies(a, nranks, args)) {
+                coll_debug(ALGO, "override %s cannot run this call; choosing by cost", a->name);
             }
             continue;
         }

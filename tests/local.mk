@@ -17,7 +17,8 @@ TEST_UNIT_LDADD = tests/libcolltest.la libcoll-internal.la -lpthread -lm
 
 # ---- unit tests (internal functions, no network) ----
 check_PROGRAMS += tests/unit/test_reduce tests/unit/test_params tests/unit/test_log_filter \
-    tests/unit/test_sched tests/unit/test_env tests/unit/test_win_sched
+    tests/unit/test_sched_matrix tests/unit/test_sched_struct tests/unit/test_sched_registry \
+    tests/unit/test_env tests/unit/test_win_sched
 tests_unit_test_env_SOURCES = tests/unit/test_env.c
 tests_unit_test_env_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_unit_test_env_LDADD = $(TEST_UNIT_LDADD)
@@ -30,13 +31,20 @@ tests_unit_test_params_LDADD = $(TEST_UNIT_LDADD)
 tests_unit_test_log_filter_SOURCES = tests/unit/test_log_filter.c
 tests_unit_test_log_filter_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_unit_test_log_filter_LDADD = $(TEST_UNIT_LDADD)
-tests_unit_test_sched_SOURCES = tests/unit/test_sched.c tests/sim/sim.c tests/sim/sim.h \
-    tests/sim/sim_selftest.c
-tests_unit_test_sched_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_unit_test_sched_matrix_SOURCES = tests/unit/test_sched_matrix.c tests/unit/sched_case.c \
+    tests/unit/sched_case.h tests/sim/sim.c tests/sim/sim.h
+tests_unit_test_sched_matrix_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_unit_test_sched_matrix_LDADD = $(TEST_UNIT_LDADD)
+tests_unit_test_sched_struct_SOURCES = tests/unit/test_sched_struct.c tests/sim/sim.c \
+    tests/sim/sim.h tests/sim/sim_selftest.c
+tests_unit_test_sched_struct_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_unit_test_sched_struct_LDADD = $(TEST_UNIT_LDADD)
+tests_unit_test_sched_registry_SOURCES = tests/unit/test_sched_registry.c
+tests_unit_test_sched_registry_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_unit_test_sched_registry_LDADD = $(TEST_UNIT_LDADD)
 tests_unit_test_win_sched_SOURCES = tests/unit/test_win_sched.c
 tests_unit_test_win_sched_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_unit_test_win_sched_LDADD = $(TEST_UNIT_LDADD)
-tests_unit_test_sched_LDADD = $(TEST_UNIT_LDADD)
 
 # ---- multi-process correctness matrix: one program per collective ----
 MP_COLL_TESTS = tests/mp/test_allreduce tests/mp/test_reduce_scatter tests/mp/test_allgather \
@@ -82,7 +90,8 @@ tests_mp_test_args_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_mp_test_args_LDADD = $(TEST_MP_LDADD)
 
 TESTS += tests/unit/test_reduce tests/unit/test_params tests/unit/test_log_filter \
-    tests/unit/test_sched tests/unit/test_env tests/unit/test_win_sched $(MP_COLL_TESTS) $(MP_OTHER_TESTS)
+    tests/unit/test_sched_matrix tests/unit/test_sched_struct tests/unit/test_sched_registry \
+    tests/unit/test_env tests/unit/test_win_sched $(MP_COLL_TESTS) $(MP_OTHER_TESTS)
 
 dist_check_SCRIPTS += tests/docs/check-getenv.sh tests/docs/check-format.sh tests/tools/test_launchers.sh \
     tests/mp/test_multihost.sh tests/tools/test_netns.sh tests/tools/test_collinfo.sh

@@ -17,6 +17,15 @@
 #include <string.h>
 #include <unistd.h>
 
+/*
+ * Root ports derived from job identifiers lie in 20000-32767, below Linux's default ephemeral
+ * range (32768-60999): the kernel gives ports of that range to any outgoing connection or bind
+ * to port 0 on the root's host, and the TIME_WAIT such a connection leaves would keep rank 0
+ * from listening on its port for a minute.
+ */
+#define ENV_PORT_BASE 20000u
+#define ENV_PORT_SPAN 12768u
+
 static int env_int(const char *name, int *out)
 {
     const char *v = coll_env_get(name);
@@ -135,10 +144,10 @@ static coll_result_t env_from_slurm(coll_env_job_t *job)
     char ids[300];
     snprintf(ids, sizeof(ids), "slurm:%d:%d:%s", jobid, stepid, nodes ? nodes : "");
     env_secret_derive(ids, job->secret);
-    job->launcher    = "slurm";
-    int         port = 20000 + (int)(((unsigned)jobid * 131u + (unsigned)stepid) % 20000u);
-    const char *ma   = coll_env_get("MASTER_ADDR");
-    int         mp   = 0;
+    job->launcher = "slurm";
+    int port = (int)(ENV_PORT_BASE + ((unsigned)jobid * 131u + (unsigned)stepid) % ENV_PORT_SPAN);
+    const char *ma = coll_env_get("MASTER_ADDR");
+    int         mp = 0;
     if (ma != NULL && env_int("MASTER_PORT", &mp) == 1) {
         return env_root(job, ma, mp + (int)coll_param_int(COLL_P_BOOTSTRAP_PORT_OFFSET), "slurm");
     }
@@ -167,7 +176,7 @@ static coll_result_t env_from_mpi(coll_env_job_t *job, const char *rank_var, con
         return env_root(job, ma, mp + (int)coll_param_int(COLL_P_BOOTSTRAP_PORT_OFFSET), name);
     }
     /* one host: the root is local, on a port derived from the job id */
-    int port = 20000 + (int)(coll_hash_bytes(ids, strlen(ids), 7) % 20000u);
+    int port = (int)(ENV_PORT_BASE + coll_hash_bytes(ids, strlen(ids), 7) % ENV_PORT_SPAN);
     return env_root(job, "127.0.0.1", port, name);
 }
 

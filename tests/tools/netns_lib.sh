@@ -14,7 +14,9 @@
 #   netns_exec h CMD...             run CMD on host h (0-based)
 #   netns_run N OUTDIR CMD...       H*N ranks of CMD, rank r on host r/N; rank r's stdout and
 #                                   stderr go to OUTDIR/rank<r>.log; status: 0, or the first
-#                                   failed rank's (124 on NETNS_TIMEOUT)
+#                                   failed rank's (124 on NETNS_TIMEOUT). N may also be one
+#                                   count per host, comma-separated ("4,3": ranks 0-3 on host
+#                                   0, ranks 4-6 on host 1)
 #   netns_atexit 'CMD'              one more command for netns_cleanup
 #   netns_cleanup                   stop ranks, delete the namespaces (trapped on EXIT INT TERM)
 #
@@ -44,9 +46,14 @@ NETNS_TIMEOUT=${NETNS_TIMEOUT:-300}
 NETNS_GRACE=${NETNS_GRACE:-3}
 NETNS_BURST=${NETNS_BURST:-128kb}
 NETNS_QUEUE=${NETNS_QUEUE:-20ms}
-# Ports only need to be unique per job inside the private namespaces; on loopback (emulation)
-# they are drawn from 20000-59999 and checked with ss where it exists.
-NETNS_PORT=$((20000 + $$ % 40000))
+# Root ports: one per job, chosen before its ranks start; rank 0 binds it only once it runs.
+# Until then any connect() or bind to port 0 on host 0 (the job's own ranks included) may be
+# given a port of the kernel's ephemeral range (net.ipv4.ip_local_port_range), and the
+# TIME_WAIT such a connection leaves keeps rank 0 from listening on that port for a minute.
+# So root ports are drawn from 20000 up to the start of that range on host 0, where the
+# kernel never picks a port by itself: unique per job inside the private namespaces; on
+# loopback (emulation) also checked with ss where it exists.
+NETNS_PORT=
 
 netns_atexit() {
     NETNS_ATEXIT="$NETNS_ATEXIT
@@ -56,7 +63,7 @@ $1"
 # Stop the running job's ranks and delete the namespaces made so far.
 netns_delete() {
     for _p in $NETNS_PIDS; do
-        kill -TERM "$_p" 2>/dev/null
+        netns_alive "$_p" && kill -TERM "${_p%%:*}" 2>/dev/null
     done
     NETNS_PIDS=
     for _ns in $NETNS_CREATED; do
@@ -209,22 +216,43 @@ netns_setup() {
     netns_emulate "$1"
 }
 
-# Is process $1 still running (not a zombie waiting for us)?
+# State and start time of process $1 (fields 3 and 22 of /proc/PID/stat) in _pstate and
+# _pstart; status 1 when there is no such process.
+netns_pstat() {
+    { read -r _stat < "/proc/$1/stat"; } 2>/dev/null || return 1
+    # shellcheck disable=SC2086 # the fields after "(comm) ", split into words
+    set -- ${_stat##*) }
+    [ $# -ge 20 ] || return 1
+    _pstate=$1
+    shift 19
+    _pstart=$1
+}
+
+# Is the rank $1 (PID:STARTTIME, as in NETNS_PIDS) still running, not a zombie? The shell reaps
+# its children whenever it waits for a command (dash does, keeping their status for wait), and
+# then their pids may go to any new process: the start time tells ours from such a one, which
+# must be neither waited for nor killed. Only builtins run between this and a kill, so no
+# child can be reaped in between.
 netns_alive() {
-    [ -r "/proc/$1/stat" ] || return 1
-    read -r _stat < "/proc/$1/stat" || return 1
-    case ${_stat##*) } in
+    netns_pstat "${1%%:*}" && [ "$_pstart" = "${1#*:}" ] || return 1
+    case $_pstate in
     Z* | X*) return 1 ;;
     esac
     return 0
 }
 
 netns_port_next() {
+    _end=$(netns_exec 0 cat /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null)
+    _end=${_end%%[!0-9]*}
+    # an ephemeral range that starts (almost) as low as 20000 leaves no port it cannot take
+    [ -n "$_end" ] && [ "$_end" -gt 21000 ] && [ "$_end" -le 65536 ] || _end=60000
+    [ -n "$NETNS_PORT" ] || NETNS_PORT=$((20000 + $$ % (_end - 20000) - 1))
     NETNS_PORT=$((NETNS_PORT + 1))
-    [ "$NETNS_PORT" -lt 60000 ] || NETNS_PORT=20000
+    [ "$NETNS_PORT" -lt "$_end" ] || NETNS_PORT=20000
     if [ "$NETNS_MODE" = emulate ] && command -v ss >/dev/null 2>&1; then
-        while [ -n "$(ss -Hltn "sport = :$NETNS_PORT" 2>/dev/null)" ]; do
+        while [ -n "$(ss -Htan "sport = :$NETNS_PORT" 2>/dev/null)" ]; do
             NETNS_PORT=$((NETNS_PORT + 1))
+            [ "$NETNS_PORT" -lt "$_end" ] || NETNS_PORT=20000
         done
     fi
 }
@@ -234,10 +262,29 @@ netns_run() {
         echo "netns_run: no hosts: call netns_setup, netns_create or netns_emulate first" >&2
         return 99
     fi
-    _n=$1
     _out=$2
+    case $1 in
+    *,*) _per=$(echo "$1" | tr ',' ' ') ;;
+    *)
+        _per=
+        _h=0
+        while [ "$_h" -lt "$NETNS_HOSTS" ]; do
+            _per="$_per $1"
+            _h=$((_h + 1))
+        done
+        ;;
+    esac
     shift 2
-    _np=$((NETNS_HOSTS * _n))
+    _np=0
+    _h=0
+    for _c in $_per; do
+        _np=$((_np + _c))
+        _h=$((_h + 1))
+    done
+    if [ "$_h" -ne "$NETNS_HOSTS" ]; then
+        echo "netns_run: $_h rank counts for $NETNS_HOSTS hosts" >&2
+        return 99
+    fi
     netns_port_next
     if [ "$NETNS_MODE" = netns ]; then
         _root=10.77.0.1:$NETNS_PORT
@@ -252,19 +299,26 @@ netns_run() {
     mkdir -p "$_out" || return 99
     NETNS_PIDS=
     _r=0
-    while [ "$_r" -lt "$_np" ]; do
-        _h=$((_r / _n))
+    _h=0
+    for _c in $_per; do
         _pre="env"
         [ "$NETNS_MODE" = netns ] && _pre="ip netns exec $(netns_name "$_h")"
-        # One process per rank, whose pid is $!: "ip netns exec" and env exec timeout, and
-        # timeout passes TERM on to the rank, so killing that pid stops the rank too.
-        # shellcheck disable=SC2086 # $_pre is a command prefix: split it into words
-        $_pre timeout -k 5 "$NETNS_TIMEOUT" env COLL_RANK="$_r" COLL_NRANKS="$_np" \
-            COLL_LOCAL_RANK=$((_r % _n)) COLL_LOCAL_NRANKS="$_n" COLL_ROOT_ADDR="$_root" \
-            COLL_JOB_SECRET="$_secret" COLL_HOSTID="${_hostpre}h$_h" COLL_SOCKET_IFNAME="$_ifname" \
-            "$@" < /dev/null > "$_out/rank$_r.log" 2>&1 &
-        NETNS_PIDS="$NETNS_PIDS $!"
-        _r=$((_r + 1))
+        _l=0
+        while [ "$_l" -lt "$_c" ]; do
+            # One process per rank, whose pid is $!: "ip netns exec" and env exec timeout, and
+            # timeout passes TERM on to the rank, so killing that pid stops the rank too.
+            # shellcheck disable=SC2086 # $_pre is a command prefix: split it into words
+            $_pre timeout -k 5 "$NETNS_TIMEOUT" env COLL_RANK="$_r" COLL_NRANKS="$_np" \
+                COLL_LOCAL_RANK="$_l" COLL_LOCAL_NRANKS="$_c" COLL_ROOT_ADDR="$_root" \
+                COLL_JOB_SECRET="$_secret" COLL_HOSTID="${_hostpre}h$_h" \
+                COLL_SOCKET_IFNAME="$_ifname" "$@" < /dev/null > "$_out/rank$_r.log" 2>&1 &
+            # not reaped yet: nothing has waited since it started
+            netns_pstat "$!" || _pstart=gone
+            NETNS_PIDS="$NETNS_PIDS $!:$_pstart"
+            _r=$((_r + 1))
+            _l=$((_l + 1))
+        done
+        _h=$((_h + 1))
     done
     # Reap ranks as they end; once one fails the others get NETNS_GRACE seconds, then TERM,
     # so a crash costs seconds rather than the library's own timeouts.
@@ -278,7 +332,7 @@ netns_run() {
                 _still="$_still $_p"
                 continue
             fi
-            wait "$_p"
+            wait "${_p%%:*}"
             _rc=$?
             if [ "$_rc" -ne 0 ] && [ "$_st" -eq 0 ]; then
                 _st=$_rc
@@ -289,7 +343,7 @@ netns_run() {
         [ -n "$_left" ] || break
         if [ -n "$_kill_at" ] && [ "$(date +%s)" -ge "$_kill_at" ]; then
             for _p in $_left; do
-                kill -TERM "$_p" 2>/dev/null
+                netns_alive "$_p" && kill -TERM "${_p%%:*}" 2>/dev/null
             done
             _kill_at=$(($(date +%s) + 10))
         fi

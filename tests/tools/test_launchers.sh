@@ -11,9 +11,32 @@ fail=0
 skip=0
 tmp=$(mktemp -d /tmp/colllaunch.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT INT TERM
+# Can ports $@ be bound on every address? Without SO_REUSEADDR a bind also fails where a
+# connection in TIME_WAIT holds the port. (Without python3: assume so.)
+ports_free() {
+    command -v python3 >/dev/null 2>&1 || return 0
+    python3 -c 'import socket, sys
+for p in sys.argv[1:]:
+    s = socket.socket()
+    s.bind(("", int(p)))
+    s.close()' "$@" 2>/dev/null
+}
+# A MASTER_PORT for torchrun-style variables. Rank 0 listens on MASTER_PORT + 1
+# (COLL_BOOTSTRAP_PORT_OFFSET), only once it runs: both must be free, and below the kernel's
+# ephemeral range (net.ipv4.ip_local_port_range), where no outgoing connection of the tests
+# running beside this one can take them in the meantime.
 free_port() {
-    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null ||
-        echo $((30000 + $$ % 20000))
+    _lo=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null)
+    case $_lo in '' | *[!0-9]*) _lo=32768 ;; esac
+    [ "$_lo" -gt 21000 ] || _lo=60000
+    _p=$((20000 + $$ % (_lo - 20001)))
+    _n=0
+    while [ $_n -lt 200 ] && ! ports_free "$_p" $((_p + 1)); do
+        _p=$((_p + 1))
+        [ $_p -lt $((_lo - 1)) ] || _p=20000
+        _n=$((_n + 1))
+    done
+    echo "$_p"
 }
 check() { # name status logfile
     if [ "$2" -eq 0 ] && grep -q "Out of bounds values : 0 OK" "$3"; then

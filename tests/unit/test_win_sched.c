@@ -3,7 +3,7 @@
  * The shared-window side of schedules and algorithms, without a network: coll_sched_check on
  * window steps (slots, owners, a slot put twice), the printer, when the one-shot and two-shot
  * all-reduce apply (and fall back), the steps they emit, and what the tuner picks on a host
- * with windows. Correctness of the results under the simulator is in test_sched's matrix.
+ * with windows. Correctness of the results under the simulator is in test_sched_matrix.
  */
 #include <stdio.h>
 #include <string.h>
