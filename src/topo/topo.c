@@ -98,6 +98,12 @@ void coll_topo_finish(coll_topo_t *t)
         }
     }
     topo_sort_by_busid(t->nic, t->nnic, sizeof(t->nic[0]), perm);
+    for (int p = 0; p < t->npkg; p++) { /* CPUID pads model names with blanks */
+        size_t len = strlen(t->pkg[p].model);
+        while (len > 0 && t->pkg[p].model[len - 1] == ' ') {
+            t->pkg[p].model[--len] = '\0';
+        }
+    }
     for (int n = 0; n < t->nnuma; n++) {
         if (t->numa[n].package < 0) {
             t->numa[n].package = topo_package_of_cpu(t, coll_topo_cpuset_first(&t->numa[n].cpus));

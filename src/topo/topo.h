@@ -134,6 +134,10 @@ coll_result_t coll_topo_hwloc_export(const char *src, const char *path);
 coll_result_t coll_topo_sysfs_fill(coll_topo_t *topo, const char *root);
 /* The NICs' link speeds from sysfs below root (hwloc does not know them). */
 void coll_topo_sysfs_nic_speed(coll_topo_t *topo, const char *root);
+/* The speed in Mb/s of the verbs device ofa (port 1), else of the interface name; 0: unknown. */
+int coll_topo_sysfs_link_mbps(const char *root, const char *name, const char *ofa);
+/* The info key under which exported XML keeps a NIC's speed, which hwloc does not record. */
+#define COLL_TOPO_XML_SPEED "LinkSpeedMbps"
 
 /* After a backend: sort GPUs and NICs by bus id (a stable numbering whatever the order of
  * discovery), and fill what can be derived (package of a NUMA node from its CPUs...). */

@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <hwloc.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -43,7 +44,8 @@ static coll_result_t hwloc_open(const char *xml, hwloc_topology_t *topo_p)
                                        xml);
         }
         coll_error(TOPO, "hwloc could not discover this machine: %s", strerror(err));
-        return COLL_ERR_SYSTEM;
+        return coll_set_last_error(COLL_ERR_SYSTEM, "hwloc could not discover this machine: %s",
+                                   strerror(err));
     }
     *topo_p = topo;
     return COLL_OK;
@@ -241,6 +243,12 @@ static void hwloc_fill_nic(hwloc_topology_t topo, hwloc_obj_t dev, coll_topo_nic
     hwloc_fill_pci(topo, dev, &n->pci);
     coll_strlcpy(n->name, (net != NULL && net->name != NULL) ? net->name : "", sizeof(n->name));
     coll_strlcpy(n->ofa, (ofa != NULL && ofa->name != NULL) ? ofa->name : "", sizeof(n->ofa));
+    for (hwloc_obj_t os = dev->io_first_child; os != NULL; os = os->next_sibling) {
+        const char *speed = hwloc_obj_get_info_by_name(os, COLL_TOPO_XML_SPEED);
+        if (speed != NULL && n->speed_mbps == 0) {
+            n->speed_mbps = atoi(speed);
+        }
+    }
 }
 
 /* The GPU (index in t->gpu) an object of a distance matrix stands for, or -1. */
@@ -327,12 +335,35 @@ coll_result_t coll_topo_hwloc_fill(coll_topo_t *t, const char *xml)
     return COLL_OK;
 }
 
+/* Keeps each live NIC's link speed in the XML (as an info of its network or verbs device), so
+ * that a file read back says what this host said. */
+static void hwloc_note_speeds(hwloc_topology_t topo)
+{
+    hwloc_obj_t dev = NULL;
+
+    while ((dev = hwloc_get_next_pcidev(topo, dev)) != NULL) {
+        hwloc_obj_t net = hwloc_osdev(dev, HWLOC_OBJ_OSDEV_NETWORK, HWLOC_OBJ_OSDEV_NETWORK);
+        hwloc_obj_t ofa =
+            hwloc_osdev(dev, HWLOC_OBJ_OSDEV_OPENFABRICS, HWLOC_OBJ_OSDEV_OPENFABRICS);
+        char text[32];
+        int  mbps = coll_topo_sysfs_link_mbps("/", net != NULL ? net->name : NULL,
+                                             ofa != NULL ? ofa->name : NULL);
+        if (mbps > 0) {
+            snprintf(text, sizeof(text), "%d", mbps);
+            hwloc_obj_add_info(net != NULL ? net : ofa, COLL_TOPO_XML_SPEED, text);
+        }
+    }
+}
+
 coll_result_t coll_topo_hwloc_export(const char *src, const char *path)
 {
     hwloc_topology_t topo;
     coll_result_t    st = COLL_OK;
 
     COLL_CHECK(hwloc_open(src, &topo));
+    if (src == NULL) {
+        hwloc_note_speeds(topo);
+    }
     if (hwloc_topology_export_xml(topo, path, 0) != 0) {
         coll_error(TOPO, "cannot write topology XML to %s: %s", path, strerror(errno));
         st = coll_set_last_error(COLL_ERR_SYSTEM, "cannot write %s: %s", path, strerror(errno));

@@ -7,6 +7,7 @@
  * /sys/devices. It cannot read XML files; that needs hwloc.
  */
 #include "topo/topo.h"
+#include "error.h"
 #include "log.h"
 #include "util.h"
 
@@ -376,19 +377,25 @@ static void sysfs_name_nics(coll_topo_t *t, const char *root, const char *cls)
     closedir(d);
 }
 
-void coll_topo_sysfs_nic_speed(coll_topo_t *t, const char *root)
+int coll_topo_sysfs_link_mbps(const char *root, const char *name, const char *ofa)
 {
     char buf[128];
 
+    if (ofa != NULL && ofa[0] != '\0' &&
+        sysfs_read(root, buf, sizeof(buf), "sys/class/infiniband/%s/ports/1/rate", ofa) == 0) {
+        return (int)(strtod(buf, NULL) * 1000); /* "400 Gb/sec (4X NDR)" */
+    }
+    if (name != NULL && name[0] != '\0') {
+        long mbps = sysfs_long(root, 0, "sys/class/net/%s/speed", name); /* -1: link down */
+        return (mbps > 0 && mbps < INT_MAX) ? (int)mbps : 0;
+    }
+    return 0;
+}
+
+void coll_topo_sysfs_nic_speed(coll_topo_t *t, const char *root)
+{
     for (int i = 0; i < t->nnic; i++) {
-        coll_topo_nic_t *n = &t->nic[i];
-        if (n->ofa[0] != '\0' && sysfs_read(root, buf, sizeof(buf),
-                                            "sys/class/infiniband/%s/ports/1/rate", n->ofa) == 0) {
-            n->speed_mbps = (int)(strtod(buf, NULL) * 1000); /* "400 Gb/sec (4X NDR)" */
-        } else if (n->name[0] != '\0') {
-            long mbps     = sysfs_long(root, 0, "sys/class/net/%s/speed", n->name); /* -1: down */
-            n->speed_mbps = (mbps > 0 && mbps < INT_MAX) ? (int)mbps : 0;
-        }
+        t->nic[i].speed_mbps = coll_topo_sysfs_link_mbps(root, t->nic[i].name, t->nic[i].ofa);
     }
 }
 
@@ -417,7 +424,8 @@ coll_result_t coll_topo_sysfs_fill(coll_topo_t *t, const char *root)
     sysfs_fill_cpus(t, root);
     if (t->npus == 0) {
         coll_error(TOPO, "no CPU found in %s/sys/devices/system/cpu", root);
-        return COLL_ERR_SYSTEM;
+        return coll_set_last_error(COLL_ERR_SYSTEM, "no CPU found in %s/sys/devices/system/cpu",
+                                   root);
     }
     sysfs_cpu_model(t, root);
     sysfs_fill_numa(t, root);
