@@ -185,12 +185,10 @@ static void sysfs_fill_l3(coll_topo_t *t, const char *root)
             if (!coll_topo_cpuset_isset(&t->pkg[p].cpus, c)) {
                 continue;
             }
-            for (int i = 0; i < 8; i++) {
+            for (int i = 0; i < 8 && t->nl3 < COLL_TOPO_MAX_L3; i++) { /* indexes may skip */
                 if (sysfs_read(root, buf, sizeof(buf),
-                               "sys/devices/system/cpu/cpu%d/cache/index%d/level", c, i) != 0) {
-                    break;
-                }
-                if (strcmp(buf, "3") != 0 ||
+                               "sys/devices/system/cpu/cpu%d/cache/index%d/level", c, i) != 0 ||
+                    strcmp(buf, "3") != 0 ||
                     sysfs_read(root, buf, sizeof(buf),
                                "sys/devices/system/cpu/cpu%d/cache/index%d/shared_cpu_list", c,
                                i) != 0 ||
