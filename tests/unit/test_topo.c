@@ -26,14 +26,6 @@
 #define HAVE_HWLOC_TEXT " (without hwloc: the XML machines were not read)"
 #endif
 
-static coll_topo_t *load(const char *path)
-{
-    coll_topo_t *t = NULL;
-
-    ASSERT_OK(coll_topo_load_xml(path, &t));
-    return t;
-}
-
 /* ---- link rules on hand-made chains ---- */
 
 static coll_topo_pci_t dev(uint64_t busid, int pkg, int n, const uint64_t *chain)
@@ -112,6 +104,14 @@ static void test_text(void)
 /* ---- the machines ---- */
 
 #ifdef HAVE_HWLOC
+static coll_topo_t *load(const char *path)
+{
+    coll_topo_t *t = NULL;
+
+    ASSERT_OK(coll_topo_load_xml(path, &t));
+    return t;
+}
+
 static void test_two_sockets(void)
 {
     coll_topo_t     *t = load(FIX_2S);
