@@ -13,6 +13,15 @@ COLL_LIB_SOURCES += \
     src/api/comm.h src/api/comm.c src/api/colls.c src/api/check.c src/api/check.h \
     src/api/request.c src/api/init.c src/api/info.c src/api/tune.h src/api/tune.c
 
+# Topology: the host model, links between devices, and its two sources (hwloc when configure
+# found it, else sysfs).
+COLL_LIB_SOURCES += src/topo/topo.h src/topo/topo.c src/topo/topo_link.c src/topo/cpuset.c \
+    src/topo/topo_sysfs.c src/topo/place.h src/topo/place.c
+if HAVE_HWLOC
+COLL_LIB_SOURCES += src/topo/topo_hwloc.c
+libcoll_internal_la_LIBADD += $(HWLOC_LDFLAGS) $(HWLOC_LIBS)
+endif
+
 # Collectives on CUDA memory and streams: the proxy and staging need the CUDA runtime; without
 # CUDA a stub answers that no pointer is device memory.
 COLL_LIB_SOURCES += src/api/colls_stream.c src/cuda/cuda.h

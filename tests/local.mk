@@ -18,7 +18,7 @@ TEST_UNIT_LDADD = tests/libcolltest.la libcoll-internal.la -lpthread -lm
 # ---- unit tests (internal functions, no network) ----
 check_PROGRAMS += tests/unit/test_reduce tests/unit/test_params tests/unit/test_log_filter \
     tests/unit/test_sched_matrix tests/unit/test_sched_struct tests/unit/test_sched_registry \
-    tests/unit/test_env tests/unit/test_win_sched
+    tests/unit/test_env tests/unit/test_win_sched tests/unit/test_topo tests/unit/test_topo_sysfs
 tests_unit_test_env_SOURCES = tests/unit/test_env.c
 tests_unit_test_env_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_unit_test_env_LDADD = $(TEST_UNIT_LDADD)
@@ -45,6 +45,12 @@ tests_unit_test_sched_registry_LDADD = $(TEST_UNIT_LDADD)
 tests_unit_test_win_sched_SOURCES = tests/unit/test_win_sched.c
 tests_unit_test_win_sched_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_unit_test_win_sched_LDADD = $(TEST_UNIT_LDADD)
+tests_unit_test_topo_SOURCES = tests/unit/test_topo.c
+tests_unit_test_topo_CPPFLAGS = $(TEST_CPPFLAGS) -DTOPO_DIR='"$(abs_top_srcdir)/tests/topologies"'
+tests_unit_test_topo_LDADD = $(TEST_UNIT_LDADD)
+tests_unit_test_topo_sysfs_SOURCES = tests/unit/test_topo_sysfs.c
+tests_unit_test_topo_sysfs_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_unit_test_topo_sysfs_LDADD = $(TEST_UNIT_LDADD)
 
 # ---- multi-process correctness matrix: one program per collective ----
 MP_COLL_TESTS = tests/mp/test_allreduce tests/mp/test_reduce_scatter tests/mp/test_allgather \
@@ -91,7 +97,8 @@ tests_mp_test_args_LDADD = $(TEST_MP_LDADD)
 
 TESTS += tests/unit/test_reduce tests/unit/test_params tests/unit/test_log_filter \
     tests/unit/test_sched_matrix tests/unit/test_sched_struct tests/unit/test_sched_registry \
-    tests/unit/test_env tests/unit/test_win_sched $(MP_COLL_TESTS) $(MP_OTHER_TESTS)
+    tests/unit/test_env tests/unit/test_win_sched tests/unit/test_topo tests/unit/test_topo_sysfs \
+    $(MP_COLL_TESTS) $(MP_OTHER_TESTS)
 
 dist_check_SCRIPTS += tests/docs/check-getenv.sh tests/docs/check-format.sh tests/tools/test_launchers.sh \
     tests/mp/test_multihost.sh tests/tools/test_netns.sh tests/tools/test_collinfo.sh
@@ -99,3 +106,7 @@ TESTS += tests/docs/check-getenv.sh tests/docs/check-format.sh tests/tools/test_
     tests/mp/test_multihost.sh tests/tools/test_netns.sh tests/tools/test_collinfo.sh
 # Sourced by test_netns.sh and bench/algo_sweep.sh: hosts as network namespaces.
 EXTRA_DIST += tests/tools/netns_lib.sh
+# Machines as hwloc XML, for collinfo topo and the topology tests (COLL_TOPO_FILE replays them).
+EXTRA_DIST += tests/topologies/synthetic_2s8g4n.xml tests/topologies/synthetic_dgx.xml \
+    tests/topologies/synthetic_quadnuma.xml
+

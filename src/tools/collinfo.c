@@ -3,7 +3,8 @@
  * collinfo: what libcoll sees and would do on this machine: version, every parameter with its
  * value, default, source and help (like ucx_info -c), the transports built in and whether they
  * can run here, and the algorithms. This file uses the public API only; the tuner's predictions
- * ("algos -n N") are in collinfo_algos.c, which calls the library's internals.
+ * ("algos -n N", collinfo_algos.c) and the topology ("topo", collinfo_topo.c) call the
+ * library's internals.
  */
 #include "collinfo.h"
 
@@ -20,6 +21,7 @@ static void usage(FILE *out)
                  "  -t, transports    transports built in and whether they are usable here\n"
                  "  -a, algos         algorithms and the collectives they implement\n");
     collinfo_algos_usage(out);
+    collinfo_topo_usage(out);
     fprintf(out, "  -h, --help        this text\n");
 }
 
@@ -76,6 +78,8 @@ int main(int argc, char **argv)
         return collinfo_algos_main(argc - 1, argv + 1);
     } else if (strcmp(cmd, "-a") == 0 || strcmp(cmd, "algos") == 0) {
         print_algos();
+    } else if (strcmp(cmd, "topo") == 0) {
+        return collinfo_topo_main(argc - 1, argv + 1);
     } else if (cmd[0] == '\0') {
         coll_get_version(&version);
         printf("libcoll %d.%d.%d\n\n", version / 10000, version / 100 % 100, version % 100);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * collinfo's commands that need the library's internals (collinfo_algos.c); the rest of
- * collinfo (collinfo.c) uses the public API only.
+ * collinfo's commands that need the library's internals (collinfo_algos.c, collinfo_topo.c); the
+ * rest of collinfo (collinfo.c) uses the public API only.
  */
 #ifndef COLL_TOOLS_COLLINFO_H
 #define COLL_TOOLS_COLLINFO_H
@@ -13,5 +13,11 @@ int collinfo_algos_main(int argc, char **argv);
 
 /* The options of collinfo_algos_main, for the usage text. */
 void collinfo_algos_usage(FILE *out);
+
+/* "collinfo topo [--topo FILE] [--sysfs ROOT] [--xml FILE]": argv[0] is the command word. */
+int collinfo_topo_main(int argc, char **argv);
+
+/* The options of collinfo_topo_main, for the usage text. */
+void collinfo_topo_usage(FILE *out);
 
 #endif

@@ -5,6 +5,9 @@
 # can run the row and (unless COLL_ALGO forces it) the cheapest one the tuner may pick, the
 # columns are the algorithms "collinfo -a" lists for the collective, hosts and the COLL_INTER_*
 # parameters change the predictions, --csv says the same, and bad input is refused with exit 2.
+# collinfo topo: its tables agree with its summary on this host, hwloc and sysfs see the same
+# NICs, an XML export reads back the same, and on the fixtures of tests/topologies the link
+# matrix, the nearest NICs and the ring's socket crossings are right.
 # Exit status: 0 pass, 1 fail, 99 collinfo not built.
 set -u
 top_builddir=${top_builddir:-.}
@@ -187,6 +190,107 @@ refuse "-n NRANKS is required" --hosts 2
 refuse "not a size" -n 4 --sizes 8,lots
 refuse "exclude each other" -n 4 --sizes 8 --max 1m
 refuse "expected an integer >= 2" -n 4 --factor 1
+
+# ---- topo: this host, its XML, the fixtures, and refusals ----
+topo_dir=${srcdir:-$(dirname "$0")/../..}/tests/topologies
+section() { # the lines of file $2 after the header line starting with "$1", to a blank line
+    awk -v h="$1" 'index($0, h) == 1 { on = 1; next } /^$/ { on = 0 } on' "$2"
+}
+count_of() { # the number before "$1" on the summary line of file $2
+    sed -n "2s/.* \([0-9][0-9]*\) $1.*/\1/p" "$2"
+}
+dist_ok() { # file $1 has an N x N distance matrix, N = $2, with 10 on the diagonal
+    section "# NUMA distances" "$1" | sed 1d | awk -v n="$2" '
+        NF != n + 1 { bad = 1 } $(NR + 1) != 10 { bad = 1 } END { exit bad || NR != n }'
+}
+matrix_2s() { # file $1: GPU g is PIX to its switch mate and to NIC g/2, NODE to the rest of
+    # its package, SYS across packages, X to itself
+    section "# devices" "$1" | awk '
+        function want(same, sw, pkg) { return same ? "X" : sw ? "PIX" : pkg ? "NODE" : "SYS" }
+        /^GPU/ { g = substr($1, 4) + 0; n++
+            for (j = 0; j < 8; j++)
+                if ($(j + 2) != want(j == g, int(j / 2) == int(g / 2), int(j / 4) == int(g / 4))) bad = 1
+            for (k = 0; k < 4; k++)
+                if ($(k + 10) != want(0, k == int(g / 2), int(k / 2) == int(g / 4))) bad = 1 }
+        END { exit bad || n != 8 }'
+}
+nearest_ok() { # file $1: GPU g's nearest NIC is NIC g / $2, through its switch
+    awk -v per="$2" '/^  GPU[0-9]/ { g = substr($1, 4) + 0; n++
+        if ($6 != "NIC" int(g / per) || $7 != "(PIX)") bad = 1 } END { exit bad || n != 8 }' "$1"
+}
+nvlinks_ok() { # file $1: NV18 between every pair of the 8 GPUs
+    section "# devices" "$1" | awk '/^GPU/ { n++; for (j = 2; j <= 9; j++)
+        if ($j != (j - 2 == substr($1, 4) + 0 ? "X" : "NV18")) bad = 1 } END { exit bad || n != 8 }'
+}
+nic_ids() { section "# NIC " "$1" | awk '{ print $2 }' | sort; }
+refuse_topo() { # status expected-words args...
+    want_rc=$1 want=$2
+    shift 2
+    "$COLLINFO" topo "$@" >"$tmp/o" 2>"$tmp/e"
+    rc=$?
+    if [ "$rc" -eq "$want_rc" ] && [ ! -s "$tmp/o" ] && grep -q -- "$want" "$tmp/e"; then
+        ok "collinfo topo $*: refused ($(tail -1 "$tmp/e"))"
+    else
+        bad "collinfo topo $*: exit $rc, stderr '$(cat "$tmp/e")'"
+    fi
+}
+
+"$COLLINFO" topo >"$tmp/topo"
+check "collinfo topo exits 0" test $? -eq 0
+source=$(sed -n '1s/^# host .* (\(.*\))$/\1/p' "$tmp/topo")
+check "topo: the first line names the source ($source)" test "$source" = hwloc -o "$source" = sysfs
+for what in "package:# package" "NUMA node:# NUMA  "; do
+    n=$(count_of "${what%%:*}" "$tmp/topo")
+    rows=$(section "${what#*:}" "$tmp/topo" | wc -l)
+    check "topo: the ${what%%:*} table has the $n row(s) the summary counts" test -n "$n" -a "$rows" = "$n"
+done
+nnuma=$(count_of "NUMA node" "$tmp/topo")
+check "topo: the NUMA distances are $nnuma x $nnuma, 10 on the diagonal" dist_ok "$tmp/topo" "$nnuma"
+"$COLLINFO" topo --sysfs / >"$tmp/sysfs"
+check "topo --sysfs / reads sysfs" grep -q '^# host .* (sysfs)$' "$tmp/sysfs"
+check "topo: hwloc and sysfs see the same NICs ($(nic_ids "$tmp/topo" | tr '\n' ' '))" \
+    test "$(nic_ids "$tmp/topo")" = "$(nic_ids "$tmp/sysfs")"
+refuse_topo 2 "exclude each other" --topo a.xml --sysfs /
+refuse_topo 2 "unexpected argument" extra
+refuse_topo 1 "no CPU found" --sysfs "$tmp"
+fix=$topo_dir/synthetic_2s8g4n.xml
+if [ "$source" = sysfs ]; then
+    refuse_topo 1 "needs hwloc" --topo "$fix"
+    COLL_TOPO_FILE=$fix "$COLLINFO" topo >"$tmp/o" 2>"$tmp/e"
+    check "COLL_TOPO_FILE without hwloc: exit 1 naming hwloc" test $? -eq 1
+    check "COLL_TOPO_FILE without hwloc: the message names hwloc" grep -q "needs hwloc" "$tmp/e"
+else
+    refuse_topo 1 "cannot read topology file" --topo "$tmp/missing.xml"
+    refuse_topo 1 "not an hwloc XML topology" --topo "$tmp/empty.conf"
+    check "topo --xml writes this host" "$COLLINFO" topo --xml "$tmp/host.xml"
+    "$COLLINFO" topo --topo "$tmp/host.xml" >"$tmp/again"
+    check "topo: this host read back from its XML prints the same" \
+        test "$(sed 1d "$tmp/topo")" = "$(sed 1d "$tmp/again")"
+    "$COLLINFO" topo --topo "$fix" >"$tmp/fix"
+    COLL_TOPO_FILE=$fix "$COLLINFO" topo >"$tmp/fixenv"
+    check "COLL_TOPO_FILE and --topo print the same" cmp -s "$tmp/fix" "$tmp/fixenv"
+    check "2-socket fixture: 2 packages, 2 NUMA nodes, 32 cores, 8 GPUs, 4 NICs" grep -q \
+        '^# 2 package(s), 2 NUMA node(s), 32 core(s), 64 PU(s), 2 L3 cache(s), 8 GPU(s), 4 NIC(s)$' \
+        "$tmp/fix"
+    check "2-socket fixture: the NUMA distances" test "$(section "# NUMA distances" "$tmp/fix" |
+        sed 1d | awk '{ print $2, $3 }' | tr '\n' ' ')" = "10 21 21 10 "
+    check "2-socket fixture: the link matrix" matrix_2s "$tmp/fix"
+    check "2-socket fixture: each GPU's nearest NIC shares its switch" nearest_ok "$tmp/fix" 2
+    check "2-socket fixture: the ring crosses between packages twice" \
+        grep -q '^# it crosses between packages 2 time(s)$' "$tmp/fix"
+    "$COLLINFO" topo --topo "$topo_dir/synthetic_dgx.xml" >"$tmp/dgx"
+    check "DGX-like fixture: NVLink between every pair of GPUs" nvlinks_ok "$tmp/dgx"
+    check "DGX-like fixture: one NIC per GPU, under its switch" nearest_ok "$tmp/dgx" 1
+    "$COLLINFO" topo --topo "$fix" --xml "$tmp/fix.xml" >/dev/null
+    "$COLLINFO" topo --topo "$tmp/fix.xml" >"$tmp/fix2"
+    check "--topo FILE --xml writes that file's topology" \
+        test "$(sed 1d "$tmp/fix")" = "$(sed 1d "$tmp/fix2")"
+    if matrix_2s "$tmp/dgx"; then # the check can fail: another machine does not pass it
+        bad "the 2-socket link matrix check passes the DGX-like fixture"
+    else
+        ok "the 2-socket link matrix check fails the DGX-like fixture"
+    fi
+fi
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
