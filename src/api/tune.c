@@ -2,10 +2,11 @@
 /*
  * The tuner's inputs for a new communicator: its layout from the peers' host identities, and
  * its cost model from the COLL_INTRA_* / COLL_INTER_* / COLL_REDUCE_BW parameters or, for a
- * link whose parameters are not set, from ping-pong measurements between one pair of ranks per
- * host (intra) and per pair of hosts (inter). Every rank gathers every measurement and takes
- * the best (smallest) one: a pair disturbed by a process start or a page fault only ever looks
- * slower, never faster. Every rank then holds the same model and makes the same choices.
+ * link whose parameters are not set, from ping-pong measurements between one pair of ranks of
+ * the first host (intra) and between the first two hosts (inter), the fastest of several round
+ * trips: a round trip disturbed by a process start or a page fault only ever looks slower,
+ * never faster. Every rank gathers the measurements, so every rank holds the same model and
+ * makes the same choices.
  * Also whether the ranks can share memory windows (tune_window).
  */
 #include "api/tune.h"
@@ -18,8 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define TUNE_SMALL_REPS 16
-#define TUNE_LARGE_REPS 4
+#define TUNE_SMALL_REPS 32
+#define TUNE_LARGE_REPS 6
 #define TUNE_LARGE      ((size_t)1 << 20)
 
 /* What one rank measured; < 0: not measured by this rank. */
@@ -45,18 +46,18 @@ size_t coll_tune_chunk_bytes(void)
     return (chunk < 64) ? 64 : chunk;
 }
 
-static double tune_median(double *v, int n)
+/* The fastest of n round trips. A round trip is only ever made slower by what else runs (a
+ * rank descheduled on an oversubscribed host, a page fault, a timer), never faster, so the
+ * minimum estimates the link itself; a median still caught 1 ms "latencies" between two ranks of
+ * a host when four ranks shared two cores. */
+static double tune_min(const double *v, int n)
 {
-    for (int i = 1; i < n; i++) { /* insertion sort: n is small */
-        double x = v[i];
-        int    j = i - 1;
-        while (j >= 0 && v[j] > x) {
-            v[j + 1] = v[j];
-            j--;
-        }
-        v[j + 1] = x;
+    double m = v[0];
+
+    for (int i = 1; i < n; i++) {
+        m = (v[i] < m) ? v[i] : m;
     }
-    return (n % 2 == 1) ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+    return m;
 }
 
 /* One round trip: bytes out, 8 bytes back (the initiator's view, in microseconds). */
@@ -92,46 +93,57 @@ static coll_result_t tune_pair(coll_comm_t *comm, int peer, int initiator, char 
     for (int i = 0; i < TUNE_LARGE_REPS; i++) {
         COLL_CHECK(tune_roundtrip(comm, peer, initiator, buf, TUNE_LARGE, &large[i]));
     }
-    double rtt = tune_median(small, TUNE_SMALL_REPS);
-    double big = tune_median(large, TUNE_LARGE_REPS);
+    double rtt = tune_min(small, TUNE_SMALL_REPS);
+    double big = tune_min(large, TUNE_LARGE_REPS);
     *lat_p     = rtt / 2.0;
     *beta_p    = (big - rtt) / (double)TUNE_LARGE;
     if (*beta_p <= 0) {
-        *beta_p = 1e-6; /* faster than we can time: 1 TB/s */
+        /* the large round trip no slower than the small one: charge it all to bandwidth
+         * rather than claim an unbounded rate */
+        *beta_p = big / (double)TUNE_LARGE;
     }
     return COLL_OK;
 }
 
-/* This rank's part of the measurements: intra pairs (local ranks 0 and 1 of each host), then
- * inter pairs (local rank 0 of hosts 2k and 2k+1). */
-static coll_result_t tune_measure(coll_comm_t *comm, const int want[2], tune_sample_t *mine)
+/*
+ * This rank's part of the measurements. One pair per link, one link at a time, while every
+ * other rank sleeps in the bootstrap: intra between local ranks 0 and 1 of the first host that
+ * has two, then (after a bootstrap barrier) inter between the first ranks of hosts 0 and 1.
+ * Pairs measured at once on several hosts, or both links at once, slowed each other wherever
+ * hosts share cores (namespaces or COLL_HOSTID on one machine): four ranks spinning on two cores
+ * made one pair's round trips take the scheduler's time slice, 2 ms, so choices changed from run
+ * to run. Hosts are taken as alike; each link's figure comes from its one initiator.
+ */
+static coll_result_t tune_measure(coll_comm_t *comm, const int want[2], double deadline,
+                                  tune_sample_t *mine)
 {
     const coll_layout_t *l = &comm->layout;
-    int                  r = comm->rank, h = l->host_of[r], lr = l->local_rank[r];
+    int                  r = comm->rank, h = l->host_of[r], lr = l->local_rank[r], ih = -1;
     char                *buf;
     coll_result_t        st = COLL_OK;
 
     mine->lat_us[0] = mine->lat_us[1] = mine->beta[0] = mine->beta[1] = -1.0;
-    if ((!want[0] || lr > 1) && (!want[1] || lr != 0)) {
-        return COLL_OK;
+    for (int k = 0; k < l->nhosts && ih < 0; k++) {
+        ih = (coll_layout_rank(l, k, 1) >= 0) ? k : -1;
     }
     buf = coll_calloc(1, TUNE_LARGE, "tuning buffer");
     if (buf == NULL) {
         return COLL_ERR_NO_MEMORY;
     }
-    if (want[0] && lr <= 1) {
-        int peer = coll_layout_rank(l, h, 1 - lr);
-        if (peer >= 0) {
-            st = tune_pair(comm, peer, lr == 0, buf, &mine->lat_us[0], &mine->beta[0]);
-            if (lr != 0) {
-                mine->lat_us[0] = mine->beta[0] = -1.0;
-            }
+    if (want[0] && h == ih && lr <= 1) {
+        st = tune_pair(comm, coll_layout_rank(l, h, 1 - lr), lr == 0, buf, &mine->lat_us[0],
+                       &mine->beta[0]);
+        if (lr != 0) {
+            mine->lat_us[0] = mine->beta[0] = -1.0;
         }
     }
-    if (st == COLL_OK && want[1] && lr == 0 && (h ^ 1) < l->nhosts) {
-        int peer = coll_layout_rank(l, h ^ 1, 0);
-        st       = tune_pair(comm, peer, (h & 1) == 0, buf, &mine->lat_us[1], &mine->beta[1]);
-        if ((h & 1) != 0) {
+    if (st == COLL_OK && want[0] && want[1]) {
+        st = coll_bootstrap_barrier(comm->bs, deadline);
+    }
+    if (st == COLL_OK && want[1] && lr == 0 && h <= 1) {
+        st = tune_pair(comm, coll_layout_rank(l, 1 - h, 0), h == 0, buf, &mine->lat_us[1],
+                       &mine->beta[1]);
+        if (h != 0) {
             mine->lat_us[1] = mine->beta[1] = -1.0;
         }
     }
@@ -173,7 +185,7 @@ static coll_result_t tune_model(coll_comm_t *comm, double deadline)
     if (!coll_param_bool(COLL_P_TUNE_MEASURE) || (!want[0] && !want[1])) {
         return COLL_OK;
     }
-    COLL_CHECK(tune_measure(comm, want, &mine));
+    COLL_CHECK(tune_measure(comm, want, deadline, &mine));
     all = coll_calloc((size_t)comm->nranks, sizeof(*all), "tuning samples");
     if (all == NULL) {
         return COLL_ERR_NO_MEMORY;
