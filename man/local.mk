@@ -23,6 +23,18 @@ dist_man_MANS += \
     man/man3/coll_comm_rank.3 \
     man/man3/coll_comm_size.3 \
     man/man3/coll_comm_split.3 \
+    man/man3/coll_ddp.3 \
+    man/man3/coll_ddp_broadcast_params.3 \
+    man/man3/coll_ddp_create.3 \
+    man/man3/coll_ddp_destroy.3 \
+    man/man3/coll_ddp_get_stats.3 \
+    man/man3/coll_ddp_grad.3 \
+    man/man3/coll_ddp_grad_ready.3 \
+    man/man3/coll_ddp_register.3 \
+    man/man3/coll_ddp_set_bucket_comm.3 \
+    man/man3/coll_ddp_set_sync.3 \
+    man/man3/coll_ddp_wait.3 \
+    man/man3/coll_ddp_zero_grad.3 \
     man/man3/coll_dtype_name.3 \
     man/man3/coll_dtype_size.3 \
     man/man3/coll_finalize.3 \
