@@ -134,6 +134,121 @@ COLL_API coll_result_t coll_ddp_set_bucket_comm(coll_ddp_t *ddp, int bucket,
 /** @brief Counters, timings (overlap) and memory accounting. */
 COLL_API coll_result_t coll_ddp_get_stats(const coll_ddp_t *ddp, coll_ddp_stats_t *stats_p);
 
+/* ---- ZeRO: sharded optimizer state, gradients and parameters ---- */
+
+/** @brief Opaque ZeRO object: parameters, gradients and optimizer state, sharded by stage. */
+typedef struct coll_zero coll_zero_t;
+
+/** @brief Optimizers run shard-wise by coll_zero_step(). */
+typedef enum {
+    COLL_OPTIM_SGD   = 0, /* SGD with momentum (and decoupled weight decay) */
+    COLL_OPTIM_ADAMW = 1, /* AdamW with bias correction */
+    COLL_OPTIM_COUNT
+} coll_optim_t;
+
+/** @brief Optimizer hyper-parameters. */
+typedef struct {
+    coll_optim_t kind;         /* COLL_OPTIM_SGD or COLL_OPTIM_ADAMW */
+    float        lr;           /* learning rate, > 0 */
+    float        momentum;     /* SGD: momentum in [0, 1) */
+    float        beta1;        /* AdamW: in [0, 1) */
+    float        beta2;        /* AdamW: in [0, 1) */
+    float        eps;          /* AdamW: > 0 */
+    float        weight_decay; /* decoupled: p -= lr * wd * p, >= 0 */
+} coll_optim_config_t;
+
+/** @brief ZeRO settings. */
+typedef struct {
+    size_t size;               /* sizeof(coll_zero_config_t) */
+    int    stage;              /* 0 (replicated, like DDP), 1, 2 or 3 */
+    size_t bucket_cap_bytes;   /* stages 0-2; 0: 25 MiB. Stage 3: one layer each */
+    int    no_prefetch;        /* stage 3: 0 (default) gathers the next layer in
+                                  the current direction while the caller computes */
+    coll_optim_config_t optim; /* the optimizer */
+} coll_zero_config_t;
+
+/** @brief Initialiser: stage 1, AdamW(lr 1e-3, 0.9, 0.999, 1e-8, wd 0.01). */
+#define COLL_ZERO_CONFIG_INITIALIZER                                                               \
+    {                                                                                              \
+        sizeof(coll_zero_config_t), 1, 0, 0,                                                       \
+        {                                                                                          \
+            COLL_OPTIM_ADAMW, 1e-3f, 0.0f, 0.9f, 0.999f, 1e-8f, 0.01f                              \
+        }                                                                                          \
+    }
+
+/** @brief Memory accounting (bytes held now by this rank) and counters of a ZeRO object. */
+typedef struct {
+    int      stage;              /* the configured stage */
+    int      nbuckets;           /* shard units (stage 3: layers) */
+    int      nparams;            /* registered parameters */
+    uint64_t steps;              /* coll_zero_step calls completed */
+    size_t   param_bytes;        /* persistent parameters (full, or this rank's shard at stage 3) */
+    size_t   grad_bytes;         /* persistent gradients (full, or shard at stages 2-3) */
+    size_t   optim_bytes;        /* optimizer state (full at stage 0, else this rank's shard) */
+    size_t   working_bytes;      /* transient now: gathered layers, bucket gradients in flight */
+    size_t   peak_working_bytes; /* largest working_bytes seen */
+    uint64_t wire_bytes;         /* bytes this rank sent, ring model */
+} coll_zero_stats_t;
+
+/** @brief Collective over comm: create a ZeRO object (on a communicator split from comm). */
+COLL_API coll_result_t coll_zero_create(coll_comm_t *comm, const coll_zero_config_t *config,
+                                        coll_zero_t **zero_p);
+/** @brief Collective: free the object and every buffer it holds. */
+COLL_API coll_result_t coll_zero_destroy(coll_zero_t *zero);
+
+/**
+ * @brief Register one parameter of a layer, in forward order. The object owns the parameter:
+ *        init (count floats, equal on every rank) is copied and may be freed.
+ * @param [in] init   initial values, count elements of dtype
+ * @param [in] count  elements, > 0
+ * @param [in] dtype  COLL_FLOAT32
+ * @param [in] layer  layer of the parameter: 0 for the first, then equal or one more than
+ *                    the previous parameter's
+ * @param [out] index_p  the parameter's index; may be NULL
+ */
+COLL_API coll_result_t coll_zero_register(coll_zero_t *zero, const void *init, size_t count,
+                                          coll_dtype_t dtype, int layer, int *index_p);
+
+/** @brief Full parameter index (stage 3: only while its layer is gathered). */
+COLL_API coll_result_t coll_zero_param(coll_zero_t *zero, int index, float **param_p);
+
+/**
+ * @brief Where backward writes parameter index's gradient (zeroed at each step). Stages 2-3:
+ *        valid from this call until the parameter's bucket is reported ready.
+ */
+COLL_API coll_result_t coll_zero_grad(coll_zero_t *zero, int index, float **grad_p);
+
+/** @brief The gradient of index is final: a complete bucket starts its reduction. */
+COLL_API coll_result_t coll_zero_grad_ready(coll_zero_t *zero, int index);
+
+/**
+ * @brief Finish the gradient reductions, update this rank's shard with the optimizer, and
+ *        (stages 0-2) all-gather the parameters. Collective.
+ */
+COLL_API coll_result_t coll_zero_step(coll_zero_t *zero);
+
+/** @brief Stage 3: make layer's full parameters available (prefetching the next). Else no-op. */
+COLL_API coll_result_t coll_zero_gather_layer(coll_zero_t *zero, int layer);
+/** @brief Stage 3: start gathering layer now, without waiting. Else no-op. */
+COLL_API coll_result_t coll_zero_prefetch_layer(coll_zero_t *zero, int layer);
+/** @brief Stage 3: free layer's full parameters. Else no-op. */
+COLL_API coll_result_t coll_zero_release_layer(coll_zero_t *zero, int layer);
+
+/** @brief Memory accounting and counters. */
+COLL_API coll_result_t coll_zero_get_stats(const coll_zero_t *zero, coll_zero_stats_t *stats_p);
+
+/**
+ * @brief Collective: write dir/rank-NNNNN.bin (this rank's shard: parameters and optimizer
+ *        state) and, on rank 0, dir/manifest. dir must exist and be shared by the ranks.
+ */
+COLL_API coll_result_t coll_zero_save(coll_zero_t *zero, const char *dir);
+
+/**
+ * @brief Collective: load a checkpoint written by coll_zero_save on any number of ranks and
+ *        any stage; the parameters registered must match the manifest's.
+ */
+COLL_API coll_result_t coll_zero_load(coll_zero_t *zero, const char *dir);
+
 #ifdef __cplusplus
 }
 #endif
