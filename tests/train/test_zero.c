@@ -297,6 +297,7 @@ static int zero_memory_rank(int rank, int n, coll_comm_t *comm, void *arg)
                    "%zu\n",
                    s, st[s].param_bytes, st[s].grad_bytes, st[s].optim_bytes, total[s],
                    st[s].peak_working_bytes);
+            fflush(stdout);
         }
         ASSERT_EQ(st[s].working_bytes, 0);
         ASSERT_OK(coll_zero_destroy(z));
