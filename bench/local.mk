@@ -34,3 +34,8 @@ bench_cuda_copy_bw_SOURCES = bench/cuda_copy_bw.c
 bench_cuda_copy_bw_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS)
 bench_cuda_copy_bw_LDADD = $(CUDA_LDFLAGS) $(CUDA_LIBS)
 endif
+
+# The training layer's benchmark (DDP overlap, ZeRO bytes per rank): collrun -n 2 ./train_bench
+noinst_PROGRAMS += train_bench
+train_bench_SOURCES = bench/train_bench.c
+train_bench_LDADD = libcoll.la

@@ -23,6 +23,18 @@ dist_man_MANS += \
     man/man3/coll_comm_rank.3 \
     man/man3/coll_comm_size.3 \
     man/man3/coll_comm_split.3 \
+    man/man3/coll_ddp.3 \
+    man/man3/coll_ddp_broadcast_params.3 \
+    man/man3/coll_ddp_create.3 \
+    man/man3/coll_ddp_destroy.3 \
+    man/man3/coll_ddp_get_stats.3 \
+    man/man3/coll_ddp_grad.3 \
+    man/man3/coll_ddp_grad_ready.3 \
+    man/man3/coll_ddp_register.3 \
+    man/man3/coll_ddp_set_bucket_comm.3 \
+    man/man3/coll_ddp_set_sync.3 \
+    man/man3/coll_ddp_wait.3 \
+    man/man3/coll_ddp_zero_grad.3 \
     man/man3/coll_dtype_name.3 \
     man/man3/coll_dtype_size.3 \
     man/man3/coll_finalize.3 \
@@ -55,7 +67,21 @@ dist_man_MANS += \
     man/man3/coll_transport_count.3 \
     man/man3/coll_transport_get.3 \
     man/man3/coll_wait.3 \
-    man/man3/coll_waitall.3
+    man/man3/coll_waitall.3 \
+    man/man3/coll_zero.3 \
+    man/man3/coll_zero_create.3 \
+    man/man3/coll_zero_destroy.3 \
+    man/man3/coll_zero_gather_layer.3 \
+    man/man3/coll_zero_get_stats.3 \
+    man/man3/coll_zero_grad.3 \
+    man/man3/coll_zero_grad_ready.3 \
+    man/man3/coll_zero_load.3 \
+    man/man3/coll_zero_param.3 \
+    man/man3/coll_zero_prefetch_layer.3 \
+    man/man3/coll_zero_register.3 \
+    man/man3/coll_zero_release_layer.3 \
+    man/man3/coll_zero_save.3 \
+    man/man3/coll_zero_step.3
 man_MANS += man/man7/coll.7 man/man1/collinfo.1
 EXTRA_DIST += man/man7/coll.7.in man/man1/collinfo.1.in
 

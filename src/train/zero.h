@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ZeRO internals shared by zero.c (stages, step, layer gathering) and zero_ckpt.c (sharded
+ * checkpoints). A bucket is the unit of sharding: its flat buffer is padded to a multiple of
+ * the rank count and rank r owns elements [r * shard, (r + 1) * shard).
+ */
+#ifndef COLL_TRAIN_ZERO_H
+#define COLL_TRAIN_ZERO_H
+
+#include "train/train.h"
+
+typedef struct {
+    size_t count;
+    int    layer;
+    int    bucket;
+    size_t offset; /* elements from the start of its bucket */
+    size_t gstart; /* elements from the start of the model (registration order) */
+    int    ready;
+} zero_param_t;
+
+typedef struct {
+    struct coll_zero *z;
+    int               lo, hi;   /* parameters lo..hi */
+    int               layer;    /* stage 3: the bucket's single layer */
+    size_t            count;    /* elements */
+    size_t            shard;    /* elements per rank, padded = shard * nranks */
+    float            *pfull;    /* full parameters: stages 0-2 always, stage 3 when gathered */
+    float            *pshard;   /* stage 3: this rank's master parameters */
+    float            *gfull;    /* full gradients: stages 0-1 always, 2-3 until reduced */
+    float            *gshard;   /* reduced shard (stage 1: inside gfull) */
+    float            *state[2]; /* optimizer state over [opt_lo, opt_lo + opt_n) */
+    size_t            opt_lo, opt_n;
+    int               nready;
+    int               launched;
+    int               gather; /* stage 3: 0 released, 1 in flight, 2 available */
+    train_op_t        rs_op;
+    train_op_t        ag_op;
+} zero_bucket_t;
+
+struct coll_zero {
+    coll_zero_config_t cfg;
+    train_worker_t     worker;
+    int                rank, nranks;
+    zero_param_t      *params;
+    int                nparams, cap_params;
+    zero_bucket_t     *buckets;
+    int                nbuckets;
+    int                nlayers;
+    int                next_launch;
+    int                last_gathered; /* stage 3: direction of the prefetch */
+    int                direction;
+    uint64_t           steps;
+    float             *init; /* initial values until the build (realloc'd, not coll_malloc) */
+    size_t             init_cap;
+    atomic_size_t      working;
+    atomic_size_t      peak_working;
+};
+
+int coll_zero_nstate(const coll_zero_t *z);
+/* Master parameters and gradient shard of this rank in bucket b, aligned with opt_lo. */
+float        *coll_zero_master(zero_bucket_t *b);
+coll_result_t coll_zero_build(coll_zero_t *z, const char *fn);
+/* Stages 1-2: all-gather every bucket's parameters from the owners' shards. */
+coll_result_t coll_zero_gather_all(coll_zero_t *z, const char *fn);
+
+/* Shard-wise optimizer update of n elements; step counts from 1. */
+void coll_train_optim_update(const coll_optim_config_t *c, uint64_t step, float *p, const float *g,
+                             float **state, size_t n);
+
+#endif

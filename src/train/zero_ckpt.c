@@ -1,0 +1,259 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Sharded ZeRO checkpoints. Each rank writes rank-NNNNN.bin: a header, a table of segments
+ * (ranges of the model's flat element space, registration order, padding excluded) and, per
+ * segment, the master parameters followed by each optimizer state array. Rank 0 writes the
+ * manifest (text) naming the rank count, optimizer, step and every parameter's size. Loading
+ * maps each rank's new shard onto the old segments, so any rank count and stage can load it.
+ */
+#include "config.h"
+#include "train/zero.h"
+#include "error.h"
+#include "log.h"
+#include "util.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CKPT_MAGIC   0x4b43485a4c4c4f43ull /* "COLLZHCK" */
+#define CKPT_VERSION 1
+
+typedef struct {
+    uint64_t magic;
+    uint32_t version;
+    uint32_t rank;
+    uint32_t nranks;
+    uint32_t nstate;
+    uint64_t nseg;
+} ckpt_header_t;
+
+typedef struct {
+    uint64_t gstart; /* first element in the model's flat space */
+    uint64_t len;
+} ckpt_seg_t;
+
+/* Range of bucket b this rank holds master values and optimizer state for, clipped to the
+ * unpadded elements: [lo, lo + *len_p) relative to the bucket. */
+static size_t ckpt_range(const zero_bucket_t *b, size_t *len_p)
+{
+    size_t lo = b->opt_lo, hi = b->opt_lo + b->opt_n;
+    hi     = hi < b->count ? hi : b->count;
+    *len_p = hi > lo ? hi - lo : 0;
+    return lo;
+}
+
+static coll_result_t ckpt_write(coll_zero_t *z, const char *path, const char *fn)
+{
+    FILE         *f = fopen(path, "wb");
+    ckpt_header_t h = {CKPT_MAGIC,
+                       CKPT_VERSION,
+                       (uint32_t)z->rank,
+                       (uint32_t)z->nranks,
+                       (uint32_t)coll_zero_nstate(z),
+                       (uint64_t)z->nbuckets};
+    int           ok;
+
+    if (f == NULL) {
+        return coll_train_error(COLL_ERR_SYSTEM, fn, "cannot create %s: %s", path, strerror(errno));
+    }
+    ok = fwrite(&h, sizeof(h), 1, f) == 1;
+    for (int k = 0; k < z->nbuckets && ok; k++) {
+        zero_bucket_t *b = &z->buckets[k];
+        size_t         len, lo = ckpt_range(b, &len);
+        ckpt_seg_t     s = {z->params[b->lo].gstart + lo, len};
+        ok               = fwrite(&s, sizeof(s), 1, f) == 1;
+    }
+    for (int k = 0; k < z->nbuckets && ok; k++) {
+        zero_bucket_t *b = &z->buckets[k];
+        size_t         len, lo = ckpt_range(b, &len);
+        float         *master = coll_zero_master(b);
+        ok                    = fwrite(master + (lo - b->opt_lo), sizeof(float), len, f) == len;
+        for (int s = 0; s < coll_zero_nstate(z) && ok; s++) {
+            ok = fwrite(b->state[s] + (lo - b->opt_lo), sizeof(float), len, f) == len;
+        }
+    }
+    if (fclose(f) != 0 || !ok) {
+        return coll_train_error(COLL_ERR_SYSTEM, fn, "cannot write %s: %s", path, strerror(errno));
+    }
+    return COLL_OK;
+}
+
+static coll_result_t ckpt_write_manifest(coll_zero_t *z, const char *dir, const char *fn)
+{
+    char  path[4096];
+    FILE *f;
+    snprintf(path, sizeof(path), "%s/manifest", dir);
+    f = fopen(path, "w");
+    if (f == NULL) {
+        return coll_train_error(COLL_ERR_SYSTEM, fn, "cannot create %s: %s", path, strerror(errno));
+    }
+    fprintf(f, "coll-zero-checkpoint %d\nnranks %d\nstage %d\noptim %d\nstep %llu\nnparams %d\n",
+            CKPT_VERSION, z->nranks, z->cfg.stage, (int)z->cfg.optim.kind,
+            (unsigned long long)z->steps, z->nparams);
+    for (int i = 0; i < z->nparams; i++) {
+        fprintf(f, "param %d %zu %d\n", i, z->params[i].count, z->params[i].layer);
+    }
+    for (int r = 0; r < z->nranks; r++) {
+        fprintf(f, "file rank-%05d.bin\n", r);
+    }
+    if (fclose(f) != 0) {
+        return coll_train_error(COLL_ERR_SYSTEM, fn, "cannot write %s: %s", path, strerror(errno));
+    }
+    return COLL_OK;
+}
+
+COLL_API coll_result_t coll_zero_save(coll_zero_t *zero, const char *dir)
+{
+    const char   *fn = "coll_zero_save";
+    char          path[4096];
+    coll_result_t st, all;
+    int           bad, anybad;
+
+    if (zero == NULL || dir == NULL) {
+        return coll_train_error(COLL_ERR_INVALID_ARG, fn, "%s is NULL",
+                                zero == NULL ? "zero" : "dir");
+    }
+    COLL_CHECK(coll_zero_build(zero, fn));
+    snprintf(path, sizeof(path), "%s/rank-%05d.bin", dir, zero->rank);
+    st = ckpt_write(zero, path, fn);
+    if (st == COLL_OK && zero->rank == 0) {
+        st = ckpt_write_manifest(zero, dir, fn);
+    }
+    /* every rank learns whether every file was written (the worker is idle between steps) */
+    bad = st != COLL_OK;
+    all = coll_allreduce(&bad, &anybad, 1, COLL_INT32, COLL_MAX, zero->worker.comm);
+    if (all != COLL_OK) {
+        return coll_train_error(all, fn, "agreeing on the result failed: %s",
+                                coll_comm_last_error(zero->worker.comm));
+    }
+    if (st == COLL_OK && anybad) {
+        return coll_train_error(COLL_ERR_REMOTE, fn, "another rank failed to write its shard");
+    }
+    return st;
+}
+
+/* ---- load ---- */
+
+typedef struct {
+    int                nranks, stage, optim, nparams;
+    unsigned long long step;
+} ckpt_manifest_t;
+
+static coll_result_t ckpt_read_manifest(coll_zero_t *z, const char *dir, ckpt_manifest_t *m,
+                                        const char *fn)
+{
+    char  path[4096];
+    int   version = 0, ok;
+    FILE *f;
+    snprintf(path, sizeof(path), "%s/manifest", dir);
+    f = fopen(path, "r");
+    if (f == NULL) {
+        return coll_train_error(COLL_ERR_SYSTEM, fn, "cannot open %s: %s", path, strerror(errno));
+    }
+    ok = fscanf(f, "coll-zero-checkpoint %d nranks %d stage %d optim %d step %llu nparams %d",
+                &version, &m->nranks, &m->stage, &m->optim, &m->step, &m->nparams) == 6;
+    if (!ok || version != CKPT_VERSION || m->nranks < 1) {
+        fclose(f);
+        return coll_train_error(COLL_ERR_INVALID_ARG, fn,
+                                "%s is not a version %d checkpoint manifest", path, CKPT_VERSION);
+    }
+    if (m->nparams != z->nparams || m->optim != (int)z->cfg.optim.kind) {
+        fclose(f);
+        return coll_train_error(COLL_ERR_INVALID_ARG, fn,
+                                "%s has %d parameters and optimizer %d; this object has %d and %d",
+                                path, m->nparams, m->optim, z->nparams, (int)z->cfg.optim.kind);
+    }
+    for (int i = 0; i < m->nparams; i++) {
+        int    idx, layer;
+        size_t count;
+        if (fscanf(f, " param %d %zu %d", &idx, &count, &layer) != 3 || idx != i ||
+            count != z->params[i].count) {
+            fclose(f);
+            return coll_train_error(COLL_ERR_INVALID_ARG, fn,
+                                    "%s: parameter %d differs from the registered one (%zu "
+                                    "elements)",
+                                    path, i, z->params[i].count);
+        }
+    }
+    fclose(f);
+    return COLL_OK;
+}
+
+/* Copy from one old rank's file every piece of its segments inside this rank's ranges. */
+static coll_result_t ckpt_read_rank(coll_zero_t *z, const char *dir, int r, int nstate,
+                                    const char *fn)
+{
+    char          path[4096];
+    ckpt_header_t h;
+    FILE         *f;
+    ckpt_seg_t   *segs = NULL;
+    long          data;
+    coll_result_t st = COLL_OK;
+
+    snprintf(path, sizeof(path), "%s/rank-%05d.bin", dir, r);
+    f = fopen(path, "rb");
+    if (f == NULL) {
+        return coll_train_error(COLL_ERR_SYSTEM, fn, "cannot open %s: %s", path, strerror(errno));
+    }
+    if (fread(&h, sizeof(h), 1, f) != 1 || h.magic != CKPT_MAGIC || h.version != CKPT_VERSION ||
+        h.nstate != (uint32_t)nstate || h.nseg > (1u << 24)) {
+        st = coll_train_error(COLL_ERR_INVALID_ARG, fn, "%s: not a shard of this checkpoint", path);
+        goto out;
+    }
+    segs = coll_calloc(h.nseg + 1, sizeof(*segs), "checkpoint segments");
+    if (segs == NULL || fread(segs, sizeof(*segs), h.nseg, f) != h.nseg) {
+        st = coll_train_error(COLL_ERR_SYSTEM, fn, "%s: truncated segment table", path);
+        goto out;
+    }
+    data = (long)(sizeof(h) + h.nseg * sizeof(*segs));
+    for (uint64_t s = 0; s < h.nseg && st == COLL_OK; s++) {
+        for (int k = 0; k < z->nbuckets && st == COLL_OK; k++) {
+            zero_bucket_t *b = &z->buckets[k];
+            size_t         len, lo = ckpt_range(b, &len);
+            uint64_t       g0 = z->params[b->lo].gstart + lo, g1 = g0 + len;
+            uint64_t       a = segs[s].gstart > g0 ? segs[s].gstart : g0;
+            uint64_t e = segs[s].gstart + segs[s].len < g1 ? segs[s].gstart + segs[s].len : g1;
+            if (a >= e) {
+                continue;
+            }
+            for (int arr = 0; arr <= nstate; arr++) {
+                float *dst = arr == 0 ? coll_zero_master(b) : b->state[arr - 1];
+                long   off = data + (long)(((uint64_t)arr * segs[s].len + (a - segs[s].gstart)) *
+                                         sizeof(float));
+                dst += (a - g0) + (lo - b->opt_lo);
+                if (fseek(f, off, SEEK_SET) != 0 ||
+                    fread(dst, sizeof(float), (size_t)(e - a), f) != (size_t)(e - a)) {
+                    st = coll_train_error(COLL_ERR_SYSTEM, fn, "%s: truncated data", path);
+                    break;
+                }
+            }
+        }
+        data += (long)((uint64_t)(nstate + 1) * segs[s].len * sizeof(float));
+    }
+out:
+    coll_free(segs);
+    fclose(f);
+    return st;
+}
+
+COLL_API coll_result_t coll_zero_load(coll_zero_t *zero, const char *dir)
+{
+    const char     *fn = "coll_zero_load";
+    ckpt_manifest_t m;
+
+    if (zero == NULL || dir == NULL) {
+        return coll_train_error(COLL_ERR_INVALID_ARG, fn, "%s is NULL",
+                                zero == NULL ? "zero" : "dir");
+    }
+    COLL_CHECK(coll_zero_build(zero, fn));
+    COLL_CHECK(ckpt_read_manifest(zero, dir, &m, fn));
+    for (int r = 0; r < m.nranks; r++) {
+        COLL_CHECK(ckpt_read_rank(zero, dir, r, coll_zero_nstate(zero), fn));
+    }
+    zero->steps = m.step;
+    coll_info(TRAIN, "zero: loaded %s (written by %d ranks at stage %d, step %llu)", dir, m.nranks,
+              m.stage, m.step);
+    return coll_zero_gather_all(zero, fn);
+}
