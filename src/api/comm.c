@@ -7,6 +7,7 @@
 #include "api/comm.h"
 #include "cuda/cuda.h"
 #include "api/tune.h"
+#include "topo/local.h"
 #include "engine/engine.h"
 #include "error.h"
 #include "log.h"
@@ -56,6 +57,52 @@ coll_result_t coll_comm_fail(coll_comm_t *comm, coll_result_t st, const char *fm
     coll_error(COLL, "%s", comm->last_error);
     coll_engine_wake(comm);
     return st;
+}
+
+/* This rank's position among the ranks of its host, in rank order. */
+static int comm_local_index(const coll_comm_t *comm)
+{
+    int local = 0;
+
+    for (int r = 0; r < comm->rank; r++) {
+        local += comm->peers[r].host_hash == comm->peers[comm->rank].host_hash;
+    }
+    return local;
+}
+
+/*
+ * Where every rank sits: this rank's place from its host's model, then every rank's through
+ * the bootstrap. Without a model only the host is known, and the rings keep rank order within
+ * each host: a topology that cannot be read never fails the communicator.
+ */
+static coll_result_t comm_place(coll_comm_t *comm, double deadline)
+{
+    coll_topo_place_t mine = {
+        .host = comm->peers[comm->rank].host_hash, .package = -1, .numa = -1, .nic = -1};
+    const coll_topo_t *t;
+    coll_topo_cpuset_t aff;
+    uint64_t           busid = 0;
+    char               bus[32];
+    int                local = (int)coll_param_int(COLL_P_LOCAL_RANK);
+    coll_result_t      st    = coll_topo_host(&t);
+
+    if (st == COLL_OK) {
+        int gpu;
+        coll_cuda_current_busid(&busid);
+        gpu = coll_topo_pick_gpu(t, (coll_topo_gpu_mode_t)coll_param_enum(COLL_P_TOPO_GPU), busid,
+                                 local >= 0 ? local : comm_local_index(comm));
+        coll_topo_place_self(t, mine.host, gpu, coll_topo_affinity(&aff) == COLL_OK ? &aff : NULL,
+                             &mine);
+        comm->topo = t;
+        coll_info(TOPO, "rank %d: GPU %s, package %d, NUMA node %d, NIC %s", comm->rank,
+                  gpu >= 0 ? coll_topo_busid_format(t->gpu[gpu].pci.busid, bus, sizeof(bus))
+                           : "none",
+                  mine.package, mine.numa, mine.nic >= 0 ? t->nic[mine.nic].name : "none");
+    } else {
+        coll_info(TOPO, "rank %d: the host's topology is unknown (%s); rings keep rank order",
+                  comm->rank, coll_strerror(st));
+    }
+    return coll_bootstrap_allgather(comm->bs, &mine, sizeof(mine), comm->places, deadline);
 }
 
 /* Which transport reaches each peer: COLL_TRANSPORT restricts and orders the candidates. */
@@ -185,6 +232,7 @@ static void comm_free(coll_comm_t *comm)
     pthread_mutex_destroy(&comm->lock);
     comm->magic = 0;
     coll_free(comm->peers);
+    coll_free(comm->places);
     coll_free(comm->eps);
     coll_free(comm->ep_tp);
     coll_free(comm->send_seq);
@@ -215,14 +263,15 @@ static coll_result_t comm_alloc(coll_comm_t **comm_p, int nranks, int rank,
     }
     pthread_mutex_init(&comm->lock, NULL);
     comm->peers         = coll_calloc((size_t)nranks, sizeof(*comm->peers), "peers");
+    comm->places        = coll_calloc((size_t)nranks, sizeof(*comm->places), "places");
     comm->eps           = coll_calloc((size_t)nranks, sizeof(*comm->eps), "endpoints");
     comm->ep_tp         = coll_calloc((size_t)nranks, 1, "transport map");
     comm->send_seq      = coll_calloc((size_t)nranks, sizeof(uint32_t), "sequences");
     comm->recv_seq      = coll_calloc((size_t)nranks, sizeof(uint32_t), "sequences");
     const char *algo    = coll_param_str(COLL_P_ALGO);
     comm->algo_override = strdup(algo != NULL ? algo : "auto");
-    if (comm->peers == NULL || comm->eps == NULL || comm->ep_tp == NULL || comm->send_seq == NULL ||
-        comm->recv_seq == NULL || comm->algo_override == NULL) {
+    if (comm->peers == NULL || comm->places == NULL || comm->eps == NULL || comm->ep_tp == NULL ||
+        comm->send_seq == NULL || comm->recv_seq == NULL || comm->algo_override == NULL) {
         comm_free(comm);
         return COLL_ERR_NO_MEMORY;
     }
@@ -244,6 +293,7 @@ coll_result_t coll_comm_create(coll_comm_t **comm_p, int nranks, const coll_uniq
     COLL_CHECK_GOTO(coll_bootstrap_allgather(comm->bs, &self, sizeof(self), comm->peers, deadline),
                     st, err);
     comm->comm_id = coll_hash64(coll_bootstrap_seed(comm->bs) ^ (uint64_t)comm->peers[0].pid);
+    COLL_CHECK_GOTO(comm_place(comm, deadline), st, err);
     COLL_CHECK_GOTO(comm_pick_transports(comm), st, err);
     COLL_CHECK_GOTO(comm_connect(comm, deadline), st, err);
     COLL_CHECK_GOTO(coll_tune_init(comm, deadline), st, err);

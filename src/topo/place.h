@@ -18,7 +18,7 @@ typedef struct coll_topo_place {
     uint64_t pci_sw;  /* PCIe switch of the rank's GPU, else of its NIC (coll_topo_pci_switch) */
     uint64_t gpu;     /* bus id of the rank's GPU + 1; 0: no GPU */
     int32_t  nic;     /* index of the rank's NIC on its host; -1: none */
-    int32_t  pad;
+    int32_t  known;   /* 1: from the host's model; 0: only host is known */
 } coll_topo_place_t;
 
 /* For every GPU g, the NIC closest to it in nic_p[g] (-1 without NICs) and the link in

@@ -10,6 +10,7 @@
 #include "config.h"
 #include "coll_test.h"
 #include "param.h"
+#include "topo/local.h"
 #include "topo/place.h"
 #include "topo/topo.h"
 
@@ -248,6 +249,41 @@ static void test_ring(void)
     }
     coll_topo_free(t);
 }
+
+/* A rank's own place: its current CUDA device, else by COLL_TOPO_GPU, else its CPUs' node. */
+static void test_place_self(void)
+{
+    coll_topo_t       *t = load(FIX_2S);
+    coll_topo_cpuset_t aff;
+    coll_topo_place_t  p;
+
+    ASSERT_EQ(coll_topo_cpuset_parse("33-35", &aff), 0);
+    ASSERT_EQ(coll_topo_numa_of_cpus(t, &aff), 1);
+    ASSERT_EQ(coll_topo_cpuset_parse("30-33", &aff), 0); /* over both sockets */
+    ASSERT_EQ(coll_topo_numa_of_cpus(t, &aff), -1);
+    memset(&aff, 0, sizeof(aff));
+    ASSERT_EQ(coll_topo_numa_of_cpus(t, &aff), -1);
+    /* the CUDA device wins; its function number does not matter */
+    ASSERT_EQ(coll_topo_pick_gpu(t, COLL_TOPO_GPU_AUTO, t->gpu[5].pci.busid | 1, 0), 5);
+    ASSERT_EQ(coll_topo_pick_gpu(t, COLL_TOPO_GPU_LOCAL_RANK, t->gpu[5].pci.busid, 2), 5);
+    ASSERT_EQ(coll_topo_pick_gpu(t, COLL_TOPO_GPU_NONE, t->gpu[5].pci.busid, 2), -1);
+    /* no device: no guess unless asked for, then local rank mod GPUs */
+    ASSERT_EQ(coll_topo_pick_gpu(t, COLL_TOPO_GPU_AUTO, 0, 3), -1);
+    ASSERT_EQ(coll_topo_pick_gpu(t, COLL_TOPO_GPU_LOCAL_RANK, 0, 11), 3);
+    ASSERT_EQ(coll_topo_pick_gpu(t, COLL_TOPO_GPU_LOCAL_RANK, 0, -1), -1);
+    ASSERT_EQ(coll_topo_pick_gpu(t, COLL_TOPO_GPU_AUTO, 0xdead0, 3), -1); /* not on this host */
+    ASSERT_EQ(coll_topo_cpuset_parse("40", &aff), 0);
+    coll_topo_place_self(t, 9, -1, &aff, &p);
+    ASSERT_EQ(p.known, 1);
+    ASSERT_EQ(p.numa, 1);
+    ASSERT_EQ(p.package, 1);
+    ASSERT_EQ(p.gpu, 0);
+    coll_topo_place_self(t, 9, 2, &aff, &p); /* a GPU places the rank by the GPU */
+    ASSERT_EQ(p.numa, 0);
+    ASSERT_EQ(p.gpu, t->gpu[2].pci.busid + 1);
+    ASSERT_EQ(p.nic, 1);
+    coll_topo_free(t);
+}
 #endif
 
 /* A rank without GPU is placed by its NUMA node and gets a NIC of its socket. */
@@ -300,6 +336,7 @@ int main(void)
     test_dgx();
     test_quad_numa();
     test_ring();
+    test_place_self();
 #endif
     test_topo_file();
     printf("test_topo: ok%s\n", HAVE_HWLOC_TEXT);
