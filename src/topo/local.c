@@ -105,5 +105,4 @@ void coll_topo_place_self(const coll_topo_t *t, uint64_t host, int gpu,
     int numa = (affinity != NULL) ? coll_topo_numa_of_cpus(t, affinity) : -1;
 
     coll_topo_place_of(t, host, gpu, numa, place_p);
-    place_p->known = 1;
 }

@@ -38,7 +38,7 @@ int coll_topo_pick_gpu(const coll_topo_t *t, coll_topo_gpu_mode_t mode, uint64_t
                        int local_rank);
 
 /* This rank's place on host `host`: its GPU as coll_topo_pick_gpu chooses it, and the NUMA
- * node of its CPUs (affinity) when it has no GPU. place_p->known is set. */
+ * node of its CPUs (affinity, may be NULL) when it has no GPU. */
 void coll_topo_place_self(const coll_topo_t *t, uint64_t host, int gpu,
                           const coll_topo_cpuset_t *affinity, coll_topo_place_t *place_p);
 
