@@ -93,6 +93,11 @@ static coll_result_t comm_place(coll_comm_t *comm, double deadline)
                                  local >= 0 ? local : comm_local_index(comm));
         coll_topo_place_self(t, mine.host, gpu, coll_topo_affinity(&aff) == COLL_OK ? &aff : NULL,
                              &mine);
+        if (mine.numa < 0 && t->nnuma > 0 && coll_param_enum(COLL_P_BIND) != COLL_TOPO_BIND_NONE) {
+            /* to be bound but neither GPU nor affinity tells where: spread the host's ranks */
+            int node = (local >= 0 ? local : comm_local_index(comm)) % t->nnuma;
+            coll_topo_place_of(t, mine.host, -1, node, &mine);
+        }
         comm->topo = t;
         coll_info(TOPO, "rank %d: GPU %s, package %d, NUMA node %d, NIC %s", comm->rank,
                   gpu >= 0 ? coll_topo_busid_format(t->gpu[gpu].pci.busid, bus, sizeof(bus))
@@ -103,6 +108,41 @@ static coll_result_t comm_place(coll_comm_t *comm, double deadline)
                   comm->rank, coll_strerror(st));
     }
     return coll_bootstrap_allgather(comm->bs, &mine, sizeof(mine), comm->places, deadline);
+}
+
+/*
+ * COLL_BIND: the calling thread, at the first communicator it creates, to the CPUs of its
+ * rank's NUMA node, or to one core of them, a different one for each rank of the host on that
+ * node (ranks in rank order). Binding is advice: when it cannot be done the rank runs as before.
+ */
+static void comm_bind(const coll_comm_t *comm)
+{
+    static __thread int      bound;
+    coll_topo_bind_t         mode = (coll_topo_bind_t)coll_param_enum(COLL_P_BIND);
+    const coll_topo_place_t *me   = &comm->places[comm->rank];
+    coll_topo_cpuset_t       allowed, mask;
+    int                      slot = 0, node;
+    char                     cpus[256];
+
+    if (mode == COLL_TOPO_BIND_NONE || bound || comm->topo == NULL) {
+        return;
+    }
+    bound = 1;
+    for (int r = 0; r < comm->rank; r++) {
+        slot += comm->places[r].host == me->host && comm->places[r].numa == me->numa;
+    }
+    node = coll_topo_numa_logical(comm->topo, me->numa);
+    if (coll_topo_affinity(&allowed) != COLL_OK ||
+        coll_topo_bind_mask(comm->topo, mode, node, slot, &allowed, &mask) != 0) {
+        coll_info(TOPO, "rank %d: COLL_BIND=%s, but no CPU of NUMA node %d is allowed; not bound",
+                  comm->rank, coll_param_str(COLL_P_BIND), me->numa);
+        return;
+    }
+    if (coll_topo_bind_thread(&mask) == COLL_OK) {
+        coll_info(TOPO, "rank %d: bound to CPUs %s (NUMA node %d, COLL_BIND=%s)", comm->rank,
+                  coll_topo_cpuset_format(&mask, cpus, sizeof(cpus)), me->numa,
+                  coll_param_str(COLL_P_BIND));
+    }
 }
 
 /* Which transport reaches each peer: COLL_TRANSPORT restricts and orders the candidates. */
@@ -294,6 +334,7 @@ coll_result_t coll_comm_create(coll_comm_t **comm_p, int nranks, const coll_uniq
                     st, err);
     comm->comm_id = coll_hash64(coll_bootstrap_seed(comm->bs) ^ (uint64_t)comm->peers[0].pid);
     COLL_CHECK_GOTO(comm_place(comm, deadline), st, err);
+    comm_bind(comm);
     COLL_CHECK_GOTO(comm_pick_transports(comm), st, err);
     COLL_CHECK_GOTO(comm_connect(comm, deadline), st, err);
     COLL_CHECK_GOTO(coll_tune_init(comm, deadline), st, err);

@@ -106,3 +106,70 @@ void coll_topo_place_self(const coll_topo_t *t, uint64_t host, int gpu,
 
     coll_topo_place_of(t, host, gpu, numa, place_p);
 }
+
+/* ---- binding ---- */
+
+int coll_topo_numa_logical(const coll_topo_t *t, int os_index)
+{
+    for (int n = 0; os_index >= 0 && n < t->nnuma; n++) {
+        if (t->numa[n].os_index == os_index) {
+            return n;
+        }
+    }
+    return -1;
+}
+
+int coll_topo_bind_mask(const coll_topo_t *t, coll_topo_bind_t mode, int numa, int slot,
+                        const coll_topo_cpuset_t *allowed, coll_topo_cpuset_t *mask_p)
+{
+    coll_topo_cpuset_t m;
+    int                count, k;
+
+    if (mode == COLL_TOPO_BIND_NONE || numa < 0 || numa >= t->nnuma) {
+        return -1;
+    }
+    for (size_t i = 0; i < COLL_TOPO_MAX_CPUS / 64; i++) {
+        m.w[i] = t->numa[numa].cpus.w[i] & allowed->w[i];
+    }
+    count = coll_topo_cpuset_count(&m);
+    if (count == 0) {
+        return -1;
+    }
+    if (mode == COLL_TOPO_BIND_CORE) {
+        coll_topo_cpuset_t cores;
+        for (size_t i = 0; i < COLL_TOPO_MAX_CPUS / 64; i++) {
+            cores.w[i] = m.w[i] & t->core_first.w[i];
+        }
+        if (coll_topo_cpuset_count(&cores) > 0) { /* one PU per core, where cores are known */
+            m     = cores;
+            count = coll_topo_cpuset_count(&m);
+        }
+        k = (slot < 0 ? 0 : slot) % count;
+        for (int c = 0; c < COLL_TOPO_MAX_CPUS; c++) {
+            if (coll_topo_cpuset_isset(&m, c) && k-- == 0) {
+                memset(&m, 0, sizeof(m));
+                coll_topo_cpuset_set(&m, c);
+                break;
+            }
+        }
+    }
+    *mask_p = m;
+    return 0;
+}
+
+coll_result_t coll_topo_bind_thread(const coll_topo_cpuset_t *mask)
+{
+    cpu_set_t set;
+
+    CPU_ZERO(&set);
+    for (int c = 0; c < CPU_SETSIZE && c < COLL_TOPO_MAX_CPUS; c++) {
+        if (coll_topo_cpuset_isset(mask, c)) {
+            CPU_SET(c, &set);
+        }
+    }
+    if (sched_setaffinity(0, sizeof(set), &set) != 0) {
+        coll_warn(TOPO, "sched_setaffinity failed: %s", strerror(errno));
+        return COLL_ERR_SYSTEM;
+    }
+    return COLL_OK;
+}

@@ -42,4 +42,28 @@ int coll_topo_pick_gpu(const coll_topo_t *t, coll_topo_gpu_mode_t mode, uint64_t
 void coll_topo_place_self(const coll_topo_t *t, uint64_t host, int gpu,
                           const coll_topo_cpuset_t *affinity, coll_topo_place_t *place_p);
 
+/* How a rank is bound to CPUs (COLL_BIND). */
+typedef enum {
+    COLL_TOPO_BIND_NONE, /* left as it is */
+    COLL_TOPO_BIND_CORE, /* one CPU of its NUMA node, a different one per rank of the node */
+    COLL_TOPO_BIND_NUMA  /* every CPU of its NUMA node */
+} coll_topo_bind_t;
+
+/* The NUMA node (logical index) of os index os_index; -1: none. */
+int coll_topo_numa_logical(const coll_topo_t *t, int os_index);
+
+/*
+ * The CPUs to bind a rank to under mode, within allowed (the CPUs it may use now): its NUMA
+ * node numa (logical index)'s CPUs, or with COLL_TOPO_BIND_CORE one of them: the first PU of
+ * the slot-th core in os order (slot: how many ranks of the host before it use the same node),
+ * wrapping around when the node has fewer. 0, or -1 when there is nothing to bind to (mode
+ * none, node unknown, or no allowed CPU in it).
+ */
+int coll_topo_bind_mask(const coll_topo_t *t, coll_topo_bind_t mode, int numa, int slot,
+                        const coll_topo_cpuset_t *allowed, coll_topo_cpuset_t *mask_p);
+
+/* Binds the calling thread to mask (sched_setaffinity); threads it creates later inherit it.
+ * COLL_ERR_SYSTEM on failure. */
+coll_result_t coll_topo_bind_thread(const coll_topo_cpuset_t *mask);
+
 #endif

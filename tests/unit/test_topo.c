@@ -284,6 +284,65 @@ static void test_place_self(void)
     ASSERT_EQ(p.nic, 1);
     coll_topo_free(t);
 }
+
+/* COLL_BIND's choice: inside the rank's NUMA node and the allowed CPUs; core mode gives the
+ * ranks of one node different cores, and ranks of different nodes CPUs of their own node. */
+static int cpuset_subset(const coll_topo_cpuset_t *a, const coll_topo_cpuset_t *b)
+{
+    for (size_t i = 0; i < COLL_TOPO_MAX_CPUS / 64; i++) {
+        if ((a->w[i] & ~b->w[i]) != 0) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static void check_bind(const coll_topo_t *t)
+{
+    coll_topo_cpuset_t all, m, used;
+    char               buf[256];
+
+    memset(&all, 0xff, sizeof(all));
+    memset(&used, 0, sizeof(used));
+    for (int n = 0; n < t->nnuma; n++) {
+        ASSERT_EQ(coll_topo_numa_logical(t, t->numa[n].os_index), n);
+        ASSERT_EQ(coll_topo_bind_mask(t, COLL_TOPO_BIND_NUMA, n, 0, &all, &m), 0);
+        ASSERT_TRUE(strcmp(coll_topo_cpuset_format(&m, buf, sizeof(buf)),
+                           coll_topo_cpuset_format(&t->numa[n].cpus, buf + 128, 128)) == 0);
+        for (int slot = 0; slot < t->numa[n].ncores; slot++) {
+            ASSERT_EQ(coll_topo_bind_mask(t, COLL_TOPO_BIND_CORE, n, slot, &all, &m), 0);
+            ASSERT_EQ(coll_topo_cpuset_count(&m), 1);
+            ASSERT_TRUE(cpuset_subset(&m, &t->numa[n].cpus));
+            ASSERT_TRUE(cpuset_subset(&m, &t->core_first)); /* a core's first thread ... */
+            ASSERT_TRUE(!cpuset_subset(&m, &used));         /* ... that no other rank got */
+            coll_topo_cpuset_or(&used, &m);
+        }
+    }
+    ASSERT_EQ(coll_topo_bind_mask(t, COLL_TOPO_BIND_NONE, 0, 0, &all, &m), -1);
+    ASSERT_EQ(coll_topo_bind_mask(t, COLL_TOPO_BIND_NUMA, -1, 0, &all, &m), -1);
+}
+
+static void test_bind(void)
+{
+    coll_topo_t       *t = load(FIX_2S);
+    coll_topo_cpuset_t allowed, m;
+
+    check_bind(t);
+    ASSERT_EQ(coll_topo_cpuset_count(&t->core_first), t->ncores);
+    /* only allowed CPUs; none of the node allowed: no binding */
+    ASSERT_EQ(coll_topo_cpuset_parse("2-3,5", &allowed), 0);
+    ASSERT_EQ(coll_topo_bind_mask(t, COLL_TOPO_BIND_NUMA, 0, 0, &allowed, &m), 0);
+    ASSERT_EQ(coll_topo_cpuset_count(&m), 3);
+    ASSERT_EQ(coll_topo_bind_mask(t, COLL_TOPO_BIND_CORE, 0, 1, &allowed, &m), 0);
+    ASSERT_EQ(coll_topo_cpuset_count(&m), 1);
+    ASSERT_TRUE(cpuset_subset(&m, &allowed));
+    ASSERT_TRUE(cpuset_subset(&m, &t->core_first));
+    ASSERT_EQ(coll_topo_bind_mask(t, COLL_TOPO_BIND_NUMA, 1, 0, &allowed, &m), -1);
+    coll_topo_free(t);
+    t = load(FIX_4N);
+    check_bind(t);
+    coll_topo_free(t);
+}
 #endif
 
 /* A rank without GPU is placed by its NUMA node and gets a NIC of its socket. */
@@ -337,6 +396,7 @@ int main(void)
     test_quad_numa();
     test_ring();
     test_place_self();
+    test_bind();
 #endif
     test_topo_file();
     printf("test_topo: ok%s\n", HAVE_HWLOC_TEXT);
