@@ -203,12 +203,14 @@ static coll_result_t comm_connect(coll_comm_t *comm, double deadline)
         st = COLL_ERR_NO_MEMORY;
         goto out;
     }
-    coll_tp_init_args_t ia = {.rank      = comm->rank,
-                              .nranks    = comm->nranks,
-                              .comm_id   = comm->comm_id,
-                              .job_tag   = coll_bootstrap_job_tag(comm->bs),
-                              .peers     = comm->peers,
-                              .timeout_s = comm->timeout_s};
+    coll_tp_init_args_t ia = {
+        .rank      = comm->rank,
+        .nranks    = comm->nranks,
+        .comm_id   = comm->comm_id,
+        .job_tag   = coll_bootstrap_job_tag(comm->bs),
+        .peers     = comm->peers,
+        .timeout_s = comm->timeout_s,
+        .mem_node1 = 1 + coll_topo_mem_node(comm->topo, comm->places[comm->rank].numa)};
     for (int t = 0; t < comm->ntp; t++) {
         size_t hlen = COLL_TP_HANDLE_MAX;
         if (comm->tp[t].npeers == 0) {

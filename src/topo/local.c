@@ -107,6 +107,14 @@ void coll_topo_place_self(const coll_topo_t *t, uint64_t host, int gpu,
     coll_topo_place_of(t, host, gpu, numa, place_p);
 }
 
+int coll_topo_mem_node(const coll_topo_t *t, int numa)
+{
+    if (t == NULL || t->nnuma <= 1) {
+        return -1; /* one node: every page is local already */
+    }
+    return (coll_topo_numa_logical(t, numa) >= 0) ? numa : -1;
+}
+
 /* ---- binding ---- */
 
 int coll_topo_numa_logical(const coll_topo_t *t, int os_index)

@@ -42,6 +42,10 @@ int coll_topo_pick_gpu(const coll_topo_t *t, coll_topo_gpu_mode_t mode, uint64_t
 void coll_topo_place_self(const coll_topo_t *t, uint64_t host, int gpu,
                           const coll_topo_cpuset_t *affinity, coll_topo_place_t *place_p);
 
+/* The NUMA node (os index) for the memory of a rank on NUMA node numa (os index): numa itself
+ * when the host has several nodes and numa is one of them; -1 (nothing to do) otherwise. */
+int coll_topo_mem_node(const coll_topo_t *t, int numa);
+
 /* How a rank is bound to CPUs (COLL_BIND). */
 typedef enum {
     COLL_TOPO_BIND_NONE, /* left as it is */

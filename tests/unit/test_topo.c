@@ -13,10 +13,12 @@
 #include "topo/local.h"
 #include "topo/place.h"
 #include "topo/topo.h"
+#include "util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #define FIX_2S  TOPO_DIR "/synthetic_2s8g4n.xml"
 #define FIX_DGX TOPO_DIR "/synthetic_dgx.xml"
@@ -338,9 +340,17 @@ static void test_bind(void)
     ASSERT_TRUE(cpuset_subset(&m, &allowed));
     ASSERT_TRUE(cpuset_subset(&m, &t->core_first));
     ASSERT_EQ(coll_topo_bind_mask(t, COLL_TOPO_BIND_NUMA, 1, 0, &allowed, &m), -1);
+    /* shared memory goes to the rank's node where there are several */
+    ASSERT_EQ(coll_topo_mem_node(t, t->numa[1].os_index), t->numa[1].os_index);
+    ASSERT_EQ(coll_topo_mem_node(t, -1), -1);
+    ASSERT_EQ(coll_topo_mem_node(t, 7), -1); /* not a node of this host */
+    ASSERT_EQ(coll_topo_mem_node(NULL, 0), -1);
     coll_topo_free(t);
     t = load(FIX_4N);
     check_bind(t);
+    ASSERT_EQ(coll_topo_mem_node(t, t->numa[3].os_index), t->numa[3].os_index);
+    t->nnuma = 1; /* one node: nothing to place */
+    ASSERT_EQ(coll_topo_mem_node(t, t->numa[0].os_index), -1);
     coll_topo_free(t);
 }
 #endif
@@ -357,6 +367,21 @@ static void test_place_cpu(const coll_topo_t *t)
     ASSERT_TRUE(t->nnic == 0 || p.nic >= 0);
     ASSERT_TRUE(p.nic < 0 || t->nic[p.nic].pci.package == t->numa[t->nnuma - 1].package ||
                 t->nic[p.nic].pci.package < 0);
+}
+
+/* The system call itself: node 0 exists everywhere, though seccomp may forbid mbind. */
+static void test_mem_prefer(void)
+{
+    size_t        len = 1 << 16;
+    void         *p   = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    coll_result_t st;
+
+    ASSERT_TRUE(p != MAP_FAILED);
+    st = coll_mem_prefer_node(p, len, 0);
+    ASSERT_TRUE(st == COLL_OK || st == COLL_ERR_SYSTEM || st == COLL_ERR_UNSUPPORTED);
+    ASSERT_EQ(coll_mem_prefer_node(p, len, -1), COLL_ERR_INVALID_ARG);
+    memset(p, 1, len);
+    munmap(p, len);
 }
 
 static void test_topo_file(void)
@@ -399,6 +424,7 @@ int main(void)
     test_bind();
 #endif
     test_topo_file();
+    test_mem_prefer();
     printf("test_topo: ok%s\n", HAVE_HWLOC_TEXT);
     return 0;
 }
