@@ -69,7 +69,8 @@ const coll_link_model_t *coll_cost_flat_link(const coll_args_t *args, const coll
  * inter-host if any pair crosses hosts, with its bandwidth shared by the crossing streams of
  * the busiest host (one network link per host). */
 static coll_link_model_t cost_round_link(const coll_args_t *args, const coll_model_t *m, int p,
-                                         int (*peer)(int r, int n, int arg), int arg)
+                                         int (*peer)(const coll_layout_t *l, int r, int arg),
+                                         int arg)
 {
     const coll_layout_t *l = args->layout;
     coll_link_model_t    link;
@@ -81,7 +82,7 @@ static coll_link_model_t cost_round_link(const coll_args_t *args, const coll_mod
     for (int h = 0; h < l->nhosts; h++) {
         int crossing = 0;
         for (int i = l->host_start[h]; i < l->host_start[h + 1]; i++) {
-            int r = l->host_ranks[i], q = (r < p) ? peer(r, l->nranks, arg) : -1;
+            int r = l->host_ranks[i], q = (r < p) ? peer(l, r, arg) : -1;
             crossing += q >= 0 && q < l->nranks && l->host_of[q] != h;
         }
         busiest = (crossing > busiest) ? crossing : busiest;
@@ -94,16 +95,18 @@ static coll_link_model_t cost_round_link(const coll_args_t *args, const coll_mod
     return link;
 }
 
-static int cost_xor_peer(int r, int n, int dist)
+static int cost_xor_peer(const coll_layout_t *l, int r, int dist)
 {
-    (void)n;
+    (void)l;
     return r ^ dist;
 }
 
-static int cost_ring_peer(int r, int n, int unused)
+/* The next rank on the ring (in the layout's ring order). */
+static int cost_ring_peer(const coll_layout_t *l, int r, int unused)
 {
     (void)unused;
-    return (r + 1) % n;
+    return (l->ring_order != NULL) ? l->ring_order[(l->ring_pos[r] + 1) % l->nranks]
+                                   : (r + 1) % l->nranks;
 }
 
 coll_link_model_t coll_cost_xor_link(const coll_args_t *args, const coll_model_t *m, int p,

@@ -7,6 +7,7 @@
 #include "layout.h"
 
 #include <string.h>
+#include "log.h"
 #include "util.h"
 
 void coll_layout_fini(coll_layout_t *l)
@@ -15,6 +16,8 @@ void coll_layout_fini(coll_layout_t *l)
     coll_free(l->local_rank);
     coll_free(l->host_start);
     coll_free(l->host_ranks);
+    coll_free(l->ring_order);
+    coll_free(l->ring_pos);
     memset(l, 0, sizeof(*l));
 }
 
@@ -26,10 +29,15 @@ coll_result_t coll_layout_init(coll_layout_t *l, int nranks, const uint64_t *hos
     l->local_rank = coll_calloc((size_t)nranks, sizeof(int), "layout");
     l->host_start = coll_calloc((size_t)nranks + 1, sizeof(int), "layout");
     l->host_ranks = coll_calloc((size_t)nranks, sizeof(int), "layout");
+    l->ring_order = coll_calloc((size_t)nranks, sizeof(int), "layout");
+    l->ring_pos   = coll_calloc((size_t)nranks, sizeof(int), "layout");
     if (l->host_of == NULL || l->local_rank == NULL || l->host_start == NULL ||
-        l->host_ranks == NULL) {
+        l->host_ranks == NULL || l->ring_order == NULL || l->ring_pos == NULL) {
         coll_layout_fini(l);
         return COLL_ERR_NO_MEMORY;
+    }
+    for (int r = 0; r < nranks; r++) {
+        l->ring_order[r] = l->ring_pos[r] = r;
     }
     /* hosts in order of first appearance (quadratic in the host count: fine up to thousands) */
     for (int r = 0; r < nranks; r++) {
@@ -69,6 +77,26 @@ coll_result_t coll_layout_init(coll_layout_t *l, int nranks, const uint64_t *hos
     for (int r = 0; r < nranks && l->contiguous; r++) {
         l->contiguous = (l->host_of[r] == r / l->local_size);
     }
+    return COLL_OK;
+}
+
+coll_result_t coll_layout_set_ring(coll_layout_t *l, const int *order)
+{
+    for (int i = 0; i < l->nranks; i++) { /* ring_pos as scratch: -1 marks unseen ranks */
+        l->ring_pos[i] = -1;
+    }
+    for (int i = 0; i < l->nranks; i++) {
+        if (order[i] < 0 || order[i] >= l->nranks || l->ring_pos[order[i]] >= 0) {
+            coll_error(ALGO, "ring order: position %d holds rank %d, not a permutation of %d ranks",
+                       i, order[i], l->nranks);
+            for (int p = 0; p < l->nranks; p++) {
+                l->ring_pos[l->ring_order[p]] = p;
+            }
+            return COLL_ERR_INVALID_ARG;
+        }
+        l->ring_pos[order[i]] = i;
+    }
+    memcpy(l->ring_order, order, (size_t)l->nranks * sizeof(int));
     return COLL_OK;
 }
 

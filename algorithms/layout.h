@@ -3,7 +3,8 @@
  * Where the ranks of a communicator live: which host each rank is on and its index there.
  * Built once per communicator from a per-rank host key; the hierarchical algorithms cut the
  * communicator along it, the cost model charges host-crossing messages to the inter-host link,
- * and the shared-window algorithms need every rank on one host.
+ * and the shared-window algorithms need every rank on one host. It also holds the order in
+ * which the rings visit the ranks (src/api/tune.c derives it from the topology).
  */
 #ifndef COLL_LAYOUT_H
 #define COLL_LAYOUT_H
@@ -23,6 +24,8 @@ typedef struct coll_layout {
     int    shared_window; /* one host, and the shm transport offers windows to every rank */
     size_t window_bytes;  /* with shared_window: bytes of each rank's window one call may use
                              (0 with a single rank, which needs none) */
+    int *ring_order;      /* by ring position: the rank there (identity unless set) */
+    int *ring_pos;        /* by rank: its ring position; ring_order[ring_pos[r]] == r */
 } coll_layout_t;
 
 /* host_key[r]: equal for ranks on one host. COLL_OK or COLL_ERR_NO_MEMORY. */
@@ -31,6 +34,9 @@ coll_result_t coll_layout_init(coll_layout_t *l, int nranks, const uint64_t *hos
  */
 coll_result_t coll_layout_init_blocks(coll_layout_t *l, int nranks, int nhosts);
 void          coll_layout_fini(coll_layout_t *l);
+/* The rings visit the ranks in order[0..nranks): a permutation, else COLL_ERR_INVALID_ARG
+ * and the order is left as it was. */
+coll_result_t coll_layout_set_ring(coll_layout_t *l, const int *order);
 
 /* The rank at position local on host h (or -1 if the host has fewer ranks). */
 static inline int coll_layout_rank(const coll_layout_t *l, int h, int local)

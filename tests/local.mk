@@ -18,7 +18,8 @@ TEST_UNIT_LDADD = tests/libcolltest.la libcoll-internal.la -lpthread -lm
 # ---- unit tests (internal functions, no network) ----
 check_PROGRAMS += tests/unit/test_reduce tests/unit/test_params tests/unit/test_log_filter \
     tests/unit/test_sched_matrix tests/unit/test_sched_struct tests/unit/test_sched_registry \
-    tests/unit/test_env tests/unit/test_win_sched tests/unit/test_topo tests/unit/test_topo_sysfs
+    tests/unit/test_env tests/unit/test_win_sched tests/unit/test_topo tests/unit/test_topo_sysfs \
+    tests/unit/test_topo_ring
 tests_unit_test_env_SOURCES = tests/unit/test_env.c
 tests_unit_test_env_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_unit_test_env_LDADD = $(TEST_UNIT_LDADD)
@@ -48,6 +49,9 @@ tests_unit_test_win_sched_LDADD = $(TEST_UNIT_LDADD)
 tests_unit_test_topo_SOURCES = tests/unit/test_topo.c
 tests_unit_test_topo_CPPFLAGS = $(TEST_CPPFLAGS) -DTOPO_DIR='"$(abs_top_srcdir)/tests/topologies"'
 tests_unit_test_topo_LDADD = $(TEST_UNIT_LDADD)
+tests_unit_test_topo_ring_SOURCES = tests/unit/test_topo_ring.c
+tests_unit_test_topo_ring_CPPFLAGS = $(TEST_CPPFLAGS) -DTOPO_DIR='"$(abs_top_srcdir)/tests/topologies"'
+tests_unit_test_topo_ring_LDADD = $(TEST_UNIT_LDADD)
 tests_unit_test_topo_sysfs_SOURCES = tests/unit/test_topo_sysfs.c
 tests_unit_test_topo_sysfs_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_unit_test_topo_sysfs_LDADD = $(TEST_UNIT_LDADD)
@@ -98,6 +102,7 @@ tests_mp_test_args_LDADD = $(TEST_MP_LDADD)
 TESTS += tests/unit/test_reduce tests/unit/test_params tests/unit/test_log_filter \
     tests/unit/test_sched_matrix tests/unit/test_sched_struct tests/unit/test_sched_registry \
     tests/unit/test_env tests/unit/test_win_sched tests/unit/test_topo tests/unit/test_topo_sysfs \
+    tests/unit/test_topo_ring \
     $(MP_COLL_TESTS) $(MP_OTHER_TESTS)
 
 dist_check_SCRIPTS += tests/docs/check-getenv.sh tests/docs/check-format.sh tests/tools/test_launchers.sh \

@@ -44,6 +44,8 @@ typedef struct coll_tp_init_args {
     uint64_t                job_tag;   /* carried by every wire header, checked on receipt */
     const coll_peer_info_t *peers;     /* nranks entries, peers[rank] is self */
     double                  timeout_s; /* communicator's deadline for waits */
+    /* NUMA node (os index) + 1 for the pages of this rank's shared memory; 0: leave it be */
+    int mem_node1;
 } coll_tp_init_args_t;
 
 typedef void (*coll_tp_done_fn_t)(void *arg, coll_result_t status);

@@ -11,15 +11,15 @@
 #include "util.h"
 
 /*
- * Step s forwards block r-s: the own block at s = 0 (after first_dep), later the block that
- * step s-1 received (RAW edge). A receive writes block r-s-1, which no earlier step of this
- * phase touched; what the caller's earlier phase did to it is ordered through war[].
+ * At position p, step s forwards the block of position p-s: the own block at s = 0 (after
+ * first_dep), later the block that step s-1 received (RAW edge). A receive writes the block of
+ * position p-s-1, which no earlier step of this phase touched; what the caller's earlier phase did
+ * to it is ordered through war[].
  */
 coll_result_t coll_ring_ag_phase(coll_sched_t *s, const coll_ring_layout_t *l,
                                  const coll_ring_ag_t *p)
 {
-    int      n = l->nranks, r = l->rank;
-    int      next = coll_ring_mod(r + 1, n), prev = coll_ring_mod(r - 1, n);
+    int      n = l->nranks, pos = l->pos, next = l->next, prev = l->prev;
     uint32_t nc   = l->nchunks;
     int     *last = coll_malloc((size_t)nc * sizeof(int), "ring indices");
 
@@ -27,7 +27,8 @@ coll_result_t coll_ring_ag_phase(coll_sched_t *s, const coll_ring_layout_t *l,
         return COLL_ERR_NO_MEMORY;
     }
     for (int t = 0; t < n - 1; t++) {
-        int sb = coll_ring_mod((long long)r - t, n), rb = coll_ring_mod((long long)r - t - 1, n);
+        int sb = coll_ring_block_at(l, coll_ring_mod((long long)pos - t, n)),
+            rb = coll_ring_block_at(l, coll_ring_mod((long long)pos - t - 1, n));
 
         for (uint32_t c = 0; c < nc; c++) {
             uint64_t slen = coll_ring_chunk_count(l, sb, c) * l->esize;

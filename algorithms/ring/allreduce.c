@@ -23,6 +23,10 @@ coll_result_t coll_ring_layout_init(coll_ring_layout_t *l, int rank, int nranks,
     }
     l->rank        = rank;
     l->nranks      = nranks;
+    l->order       = coll_ring_order(args, nranks);
+    l->pos         = coll_ring_pos_of(args, nranks, rank);
+    l->next        = coll_ring_rank_at(args, nranks, coll_ring_mod(l->pos + 1, nranks));
+    l->prev        = coll_ring_rank_at(args, nranks, coll_ring_mod(l->pos - 1, nranks));
     l->esize       = esize;
     l->count       = count;
     l->chunk_elems = args->chunk_bytes / esize;
@@ -41,12 +45,14 @@ coll_result_t coll_ring_layout_init(coll_ring_layout_t *l, int rank, int nranks,
 }
 
 /*
- * Block r ends in recvbuf after the reduce-scatter (its last RECV_REDUCE, then the DIV for
- * AVG), and the allgather sends it first. Out of place, the reduce-scatter reads the input from
- * sendbuf and the one block it never reduces locally (r-1) arrives in the allgather's first
- * step. Data hazards between the phases: the allgather's receive at step s writes block
- * r-s-1, which the reduce-scatter's send at step s reads (from recvbuf when s > 0, or in place;
- * that send itself waited for the reduction that wrote the block, so WAW is covered too).
+ * Blocks are named here by the ring position p of the rank they belong to (rank r's own block
+ * is block r in memory, wherever r sits on the ring). Block p ends in recvbuf after the
+ * reduce-scatter (its last RECV_REDUCE, then the DIV for AVG), and the allgather sends it first.
+ * Out of place, the reduce-scatter reads the input from sendbuf and the one block it never reduces
+ * locally (p-1) arrives in the allgather's first step. Data hazards between the phases: the
+ * allgather's receive at step s writes block p-s-1, which the reduce-scatter's send at step s reads
+ * (from recvbuf when s > 0, or in place; that send itself waited for the reduction that wrote the
+ * block, so WAW is covered too).
  */
 coll_result_t coll_ring_allreduce_build(int rank, int nranks, const coll_args_t *args,
                                         coll_sched_t *s)

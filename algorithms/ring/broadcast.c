@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Chain broadcast: root -> root+1 -> ... -> root-1, cut into chunks that each rank forwards as
+ * Chain broadcast: from the root along the ring order (rank order without one) back to the
+ * rank before the root, cut into chunks that each rank forwards as
  * soon as they arrived, so the chain pipelines. The root never receives; the last rank never
  * sends. Builds one rank's schedule; runs nothing.
  */
@@ -13,20 +14,19 @@ coll_result_t coll_ring_broadcast_build(int rank, int nranks, const coll_args_t 
                                         coll_sched_t *s)
 {
     coll_ring_layout_t l;
-    int                pos, next = coll_ring_mod(rank + 1, nranks);
-    int                prev = coll_ring_mod(rank - 1, nranks);
+    int                pos, next, prev;
 
     if (args->root < 0 || args->root >= nranks) {
         coll_error(ALGO, "broadcast root %d out of range (%d ranks)", args->root, nranks);
         return COLL_ERR_INVALID_ARG;
     }
+    coll_ring_chain(args, nranks, rank, args->root, &pos, &next, &prev);
     /* one "rank" in the layout: a single block holding the whole buffer */
     COLL_CHECK(coll_ring_layout_init(&l, 0, 1, args, args->count));
     if (args->count == 0) {
         return COLL_OK;
     }
     COLL_CHECK(coll_sched_tags_fit(l.nchunks, "chain broadcast"));
-    pos = coll_ring_mod((long long)rank - args->root, nranks);
 
     if (pos == 0) {
         coll_buf_id_t src = args->in_place ? COLL_BUF_RECV : COLL_BUF_SEND;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Chain reduce: root+1 -> root+2 -> ... -> root, chunked and pipelined. Each rank reduces the
+ * Chain reduce: from the rank after the root along the ring order (rank order without one) to
+ * the root, chunked and pipelined. Each rank reduces the
  * incoming chunk with its own input on arrival and forwards it; the middle ranks keep partial
  * sums in scratch (recvbuf is not significant off the root), the root reduces into recvbuf and
  * divides for AVG. Builds one rank's schedule; runs nothing.
@@ -14,8 +15,7 @@ coll_result_t coll_ring_reduce_build(int rank, int nranks, const coll_args_t *ar
 {
     coll_ring_layout_t l;
     coll_buf_id_t      in = args->in_place ? COLL_BUF_RECV : COLL_BUF_SEND;
-    int                pos, next = coll_ring_mod(rank + 1, nranks);
-    int                prev = coll_ring_mod(rank - 1, nranks);
+    int                pos, next, prev;
 
     if (args->root < 0 || args->root >= nranks) {
         coll_error(ALGO, "reduce root %d out of range (%d ranks)", args->root, nranks);
@@ -33,7 +33,8 @@ coll_result_t coll_ring_reduce_build(int rank, int nranks, const coll_args_t *ar
         return s->build_error;
     }
     COLL_CHECK(coll_sched_tags_fit(l.nchunks, "chain reduce"));
-    pos = coll_ring_mod((long long)rank - args->root - 1, nranks); /* 0: first, n-1: root */
+    coll_ring_chain(args, nranks, rank, args->root, &pos, &next, &prev);
+    pos = coll_ring_mod((long long)pos - 1, nranks); /* 0: first, n-1: root */
     if (pos > 0 && pos < nranks - 1) {
         s->scratch_bytes = args->count * l.esize;
     }

@@ -25,7 +25,7 @@ static uint64_t rs_acc_off(const coll_ring_layout_t *l, const coll_ring_rs_t *p,
 static int rs_reduce_step(coll_sched_t *s, const coll_ring_layout_t *l, const coll_ring_rs_t *p,
                           int t, int b, uint32_t c, uint64_t len)
 {
-    int           n = l->nranks, prev = coll_ring_mod(l->rank - 1, n), idx, d;
+    int           n    = l->nranks, idx, d;
     uint32_t      tag  = p->tag_base + (uint32_t)t * l->nchunks + c;
     uint64_t      in   = coll_ring_chunk_off(l, b, c);
     coll_buf_id_t dbuf = p->acc_buf;
@@ -35,7 +35,7 @@ static int rs_reduce_step(coll_sched_t *s, const coll_ring_layout_t *l, const co
         dbuf = p->out_buf;
         doff = p->out_off + (uint64_t)c * l->chunk_elems * l->esize;
     }
-    idx = coll_sched_recv_reduce(s, prev, tag, dbuf, doff, p->in_buf, in, len);
+    idx = coll_sched_recv_reduce(s, l->prev, tag, dbuf, doff, p->in_buf, in, len);
     if (t == n - 2 && p->avg_div) {
         d = coll_sched_div(s, dbuf, doff, len);
         coll_sched_dep(s, d, idx);
@@ -45,15 +45,15 @@ static int rs_reduce_step(coll_sched_t *s, const coll_ring_layout_t *l, const co
 }
 
 /*
- * Step t sends block r-t-1 (the input at t = 0, else the partial written by step t-1's
- * reduction: a RAW edge) and reduces block r-t-2 into the accumulator, or into the output at
- * the last step. The reduction at step t never writes a region an earlier send read: block
- * r-t-2 is sent only later, at step t+1.
+ * At position p, step t sends the block of position p-t-1 (the input at t = 0, else the
+ * partial written by step t-1's reduction: a RAW edge) and reduces the block of position p-t-2
+ * into the accumulator, or into the output at the last step. The reduction at step t never
+ * writes a region an earlier send read: that block is sent only later, at step t+1.
  */
 coll_result_t coll_ring_rs_phase(coll_sched_t *s, const coll_ring_layout_t *l,
                                  const coll_ring_rs_t *p)
 {
-    int      n = l->nranks, r = l->rank, next = coll_ring_mod(r + 1, n);
+    int      n = l->nranks, pos = l->pos, next = l->next;
     uint32_t nc   = l->nchunks;
     int     *last = coll_malloc((size_t)nc * sizeof(int), "ring indices");
 
@@ -61,8 +61,8 @@ coll_result_t coll_ring_rs_phase(coll_sched_t *s, const coll_ring_layout_t *l,
         return COLL_ERR_NO_MEMORY;
     }
     for (int t = 0; t < n - 1; t++) {
-        int sb = coll_ring_mod((long long)r - t - 1, n),
-            rb = coll_ring_mod((long long)r - t - 2, n);
+        int sb = coll_ring_block_at(l, coll_ring_mod((long long)pos - t - 1, n)),
+            rb = coll_ring_block_at(l, coll_ring_mod((long long)pos - t - 2, n));
 
         for (uint32_t c = 0; c < nc; c++) {
             uint64_t slen = coll_ring_chunk_count(l, sb, c) * l->esize;

@@ -10,6 +10,49 @@
 
 #include "algo.h"
 
+static inline int coll_ring_mod(long long x, int n)
+{
+    long long m = x % n;
+    return (int)(m < 0 ? m + n : m);
+}
+
+/*
+ * The ring visits the ranks in the layout's ring order (args->layout->ring_order: sockets and
+ * hosts crossed as few times as possible), else in rank order. Below, "position" is a place
+ * on the ring; the neighbours of a rank are the ranks at the positions beside its own.
+ */
+static inline const int *coll_ring_order(const coll_args_t *args, int nranks)
+{
+    const coll_layout_t *l = args->layout;
+
+    return (l != NULL && l->nranks == nranks && l->ring_order != NULL) ? l->ring_order : NULL;
+}
+
+/* The rank at ring position i. */
+static inline int coll_ring_rank_at(const coll_args_t *args, int nranks, int i)
+{
+    const int *order = coll_ring_order(args, nranks);
+    return (order != NULL) ? order[i] : i;
+}
+
+/* The ring position of rank r. */
+static inline int coll_ring_pos_of(const coll_args_t *args, int nranks, int r)
+{
+    return (coll_ring_order(args, nranks) != NULL) ? args->layout->ring_pos[r] : r;
+}
+
+/* A chain along the ring starting at root: rank's distance from the root (*pos_p, 0 for the
+ * root) and its neighbours on the ring. */
+static inline void coll_ring_chain(const coll_args_t *args, int nranks, int rank, int root,
+                                   int *pos_p, int *next_p, int *prev_p)
+{
+    int p = coll_ring_pos_of(args, nranks, rank);
+
+    *pos_p  = coll_ring_mod((long long)p - coll_ring_pos_of(args, nranks, root), nranks);
+    *next_p = coll_ring_rank_at(args, nranks, coll_ring_mod((long long)p + 1, nranks));
+    *prev_p = coll_ring_rank_at(args, nranks, coll_ring_mod((long long)p - 1, nranks));
+}
+
 /*
  * count elements cut into nranks blocks whose sizes differ by at most one element (the first
  * count % nranks blocks get the extra one), each block cut into chunks of chunk_elems elements
@@ -17,19 +60,16 @@
  * count of the largest block; it is the tag stride, so every rank derives the same tags.
  */
 typedef struct coll_ring_layout {
-    int      rank;
-    int      nranks;
-    size_t   esize;       /* bytes per element */
-    size_t   count;       /* elements over all blocks */
-    size_t   chunk_elems; /* >= 1 */
-    uint32_t nchunks;     /* chunks of the largest block, >= 1 when count > 0 */
+    int        rank;
+    int        nranks;
+    int        pos;         /* ring position of rank */
+    int        next, prev;  /* the ranks at positions pos + 1 and pos - 1 */
+    const int *order;       /* ring order (block order[i] belongs to position i); NULL: identity */
+    size_t     esize;       /* bytes per element */
+    size_t     count;       /* elements over all blocks */
+    size_t     chunk_elems; /* >= 1 */
+    uint32_t   nchunks;     /* chunks of the largest block, >= 1 when count > 0 */
 } coll_ring_layout_t;
-
-static inline int coll_ring_mod(long long x, int n)
-{
-    long long m = x % n;
-    return (int)(m < 0 ? m + n : m);
-}
 
 static inline size_t coll_ring_block_start(const coll_ring_layout_t *l, int b)
 {
@@ -41,6 +81,12 @@ static inline size_t coll_ring_block_count(const coll_ring_layout_t *l, int b)
 {
     size_t q = l->count / (size_t)l->nranks, rem = l->count % (size_t)l->nranks;
     return q + ((size_t)b < rem ? 1 : 0);
+}
+
+/* The block that the rank at ring position i ends up with (its own rank's block). */
+static inline int coll_ring_block_at(const coll_ring_layout_t *l, int i)
+{
+    return (l->order != NULL) ? l->order[i] : i;
 }
 
 /* Elements of chunk c of block b (0: empty, no step is built for it). */
@@ -59,14 +105,16 @@ static inline uint64_t coll_ring_chunk_off(const coll_ring_layout_t *l, int b, u
     return (uint64_t)(coll_ring_block_start(l, b) + (size_t)c * l->chunk_elems) * l->esize;
 }
 
-/* Fills l for count elements in total; fails if dtype or the chunk count is unusable. */
+/* Fills l for count elements in total, the ring in the order of args->layout; fails if dtype
+ * or the chunk count is unusable. */
 coll_result_t coll_ring_layout_init(coll_ring_layout_t *l, int rank, int nranks,
                                     const coll_args_t *args, size_t count);
 
 /*
- * Ring reduce-scatter phase: n-1 steps; at step t rank r sends block r-t-1 to r+1 and receives
- * block r-t-2 from r-1, reducing it with its own input (RECV_REDUCE), so that after the last
- * step it holds the reduced block r. Chunks flow independently; chunk c of step t uses tag
+ * Ring reduce-scatter phase: n-1 steps; at step t the rank at position p sends the block of
+ * position p-t-1 to the next rank and receives the block of position p-t-2 from the previous
+ * one, reducing it with its own input (RECV_REDUCE), so that after the last step it holds its
+ * own reduced block. Chunks flow independently; chunk c of step t uses tag
  * tag_base + t * nchunks + c.
  */
 typedef struct coll_ring_rs {
@@ -85,8 +133,9 @@ coll_result_t coll_ring_rs_phase(coll_sched_t *s, const coll_ring_layout_t *l,
                                  const coll_ring_rs_t *p);
 
 /*
- * Ring allgather phase: n-1 steps; at step s rank r sends block r-s to r+1 (the own block at
- * step 0, afterwards the block received at step s-1) and receives block r-s-1 from r-1.
+ * Ring allgather phase: n-1 steps; at step s the rank at position p sends the block of
+ * position p-s to the next rank (its own block at step 0, afterwards the block received at
+ * step s-1) and receives the block of position p-s-1 from the previous one.
  * Tags tag_base + s * nchunks + c.
  */
 typedef struct coll_ring_ag {

@@ -7,6 +7,7 @@
 #include "api/comm.h"
 #include "cuda/cuda.h"
 #include "api/tune.h"
+#include "topo/local.h"
 #include "engine/engine.h"
 #include "error.h"
 #include "log.h"
@@ -56,6 +57,92 @@ coll_result_t coll_comm_fail(coll_comm_t *comm, coll_result_t st, const char *fm
     coll_error(COLL, "%s", comm->last_error);
     coll_engine_wake(comm);
     return st;
+}
+
+/* This rank's position among the ranks of its host, in rank order. */
+static int comm_local_index(const coll_comm_t *comm)
+{
+    int local = 0;
+
+    for (int r = 0; r < comm->rank; r++) {
+        local += comm->peers[r].host_hash == comm->peers[comm->rank].host_hash;
+    }
+    return local;
+}
+
+/*
+ * Where every rank sits: this rank's place from its host's model, then every rank's through
+ * the bootstrap. Without a model only the host is known, and the rings keep rank order within
+ * each host: a topology that cannot be read never fails the communicator.
+ */
+static coll_result_t comm_place(coll_comm_t *comm, double deadline)
+{
+    coll_topo_place_t mine = {
+        .host = comm->peers[comm->rank].host_hash, .package = -1, .numa = -1, .nic = -1};
+    const coll_topo_t *t;
+    coll_topo_cpuset_t aff;
+    uint64_t           busid = 0;
+    char               bus[32];
+    int                local = (int)coll_param_int(COLL_P_LOCAL_RANK);
+    coll_result_t      st    = coll_topo_host(&t);
+
+    if (st == COLL_OK) {
+        int gpu;
+        coll_cuda_current_busid(&busid);
+        gpu = coll_topo_pick_gpu(t, (coll_topo_gpu_mode_t)coll_param_enum(COLL_P_TOPO_GPU), busid,
+                                 local >= 0 ? local : comm_local_index(comm));
+        coll_topo_place_self(t, mine.host, gpu, coll_topo_affinity(&aff) == COLL_OK ? &aff : NULL,
+                             &mine);
+        if (mine.numa < 0 && t->nnuma > 0 && coll_param_enum(COLL_P_BIND) != COLL_TOPO_BIND_NONE) {
+            /* to be bound but neither GPU nor affinity tells where: spread the host's ranks */
+            int node = (local >= 0 ? local : comm_local_index(comm)) % t->nnuma;
+            coll_topo_place_of(t, mine.host, -1, node, &mine);
+        }
+        comm->topo = t;
+        coll_info(TOPO, "rank %d: GPU %s, package %d, NUMA node %d, NIC %s", comm->rank,
+                  gpu >= 0 ? coll_topo_busid_format(t->gpu[gpu].pci.busid, bus, sizeof(bus))
+                           : "none",
+                  mine.package, mine.numa, mine.nic >= 0 ? t->nic[mine.nic].name : "none");
+    } else {
+        coll_info(TOPO, "rank %d: the host's topology is unknown (%s); rings keep rank order",
+                  comm->rank, coll_strerror(st));
+    }
+    return coll_bootstrap_allgather(comm->bs, &mine, sizeof(mine), comm->places, deadline);
+}
+
+/*
+ * COLL_BIND: the calling thread, at the first communicator it creates, to the CPUs of its
+ * rank's NUMA node, or to one core of them, a different one for each rank of the host on that
+ * node (ranks in rank order). Binding is advice: when it cannot be done the rank runs as before.
+ */
+static void comm_bind(const coll_comm_t *comm)
+{
+    static __thread int      bound;
+    coll_topo_bind_t         mode = (coll_topo_bind_t)coll_param_enum(COLL_P_BIND);
+    const coll_topo_place_t *me   = &comm->places[comm->rank];
+    coll_topo_cpuset_t       allowed, mask;
+    int                      slot = 0, node;
+    char                     cpus[256];
+
+    if (mode == COLL_TOPO_BIND_NONE || bound || comm->topo == NULL) {
+        return;
+    }
+    bound = 1;
+    for (int r = 0; r < comm->rank; r++) {
+        slot += comm->places[r].host == me->host && comm->places[r].numa == me->numa;
+    }
+    node = coll_topo_numa_logical(comm->topo, me->numa);
+    if (coll_topo_affinity(&allowed) != COLL_OK ||
+        coll_topo_bind_mask(comm->topo, mode, node, slot, &allowed, &mask) != 0) {
+        coll_info(TOPO, "rank %d: COLL_BIND=%s, but no CPU of NUMA node %d is allowed; not bound",
+                  comm->rank, coll_param_str(COLL_P_BIND), me->numa);
+        return;
+    }
+    if (coll_topo_bind_thread(&mask) == COLL_OK) {
+        coll_info(TOPO, "rank %d: bound to CPUs %s (NUMA node %d, COLL_BIND=%s)", comm->rank,
+                  coll_topo_cpuset_format(&mask, cpus, sizeof(cpus)), me->numa,
+                  coll_param_str(COLL_P_BIND));
+    }
 }
 
 /* Which transport reaches each peer: COLL_TRANSPORT restricts and orders the candidates. */
@@ -116,12 +203,14 @@ static coll_result_t comm_connect(coll_comm_t *comm, double deadline)
         st = COLL_ERR_NO_MEMORY;
         goto out;
     }
-    coll_tp_init_args_t ia = {.rank      = comm->rank,
-                              .nranks    = comm->nranks,
-                              .comm_id   = comm->comm_id,
-                              .job_tag   = coll_bootstrap_job_tag(comm->bs),
-                              .peers     = comm->peers,
-                              .timeout_s = comm->timeout_s};
+    coll_tp_init_args_t ia = {
+        .rank      = comm->rank,
+        .nranks    = comm->nranks,
+        .comm_id   = comm->comm_id,
+        .job_tag   = coll_bootstrap_job_tag(comm->bs),
+        .peers     = comm->peers,
+        .timeout_s = comm->timeout_s,
+        .mem_node1 = 1 + coll_topo_mem_node(comm->topo, comm->places[comm->rank].numa)};
     for (int t = 0; t < comm->ntp; t++) {
         size_t hlen = COLL_TP_HANDLE_MAX;
         if (comm->tp[t].npeers == 0) {
@@ -185,6 +274,7 @@ static void comm_free(coll_comm_t *comm)
     pthread_mutex_destroy(&comm->lock);
     comm->magic = 0;
     coll_free(comm->peers);
+    coll_free(comm->places);
     coll_free(comm->eps);
     coll_free(comm->ep_tp);
     coll_free(comm->send_seq);
@@ -215,14 +305,15 @@ static coll_result_t comm_alloc(coll_comm_t **comm_p, int nranks, int rank,
     }
     pthread_mutex_init(&comm->lock, NULL);
     comm->peers         = coll_calloc((size_t)nranks, sizeof(*comm->peers), "peers");
+    comm->places        = coll_calloc((size_t)nranks, sizeof(*comm->places), "places");
     comm->eps           = coll_calloc((size_t)nranks, sizeof(*comm->eps), "endpoints");
     comm->ep_tp         = coll_calloc((size_t)nranks, 1, "transport map");
     comm->send_seq      = coll_calloc((size_t)nranks, sizeof(uint32_t), "sequences");
     comm->recv_seq      = coll_calloc((size_t)nranks, sizeof(uint32_t), "sequences");
     const char *algo    = coll_param_str(COLL_P_ALGO);
     comm->algo_override = strdup(algo != NULL ? algo : "auto");
-    if (comm->peers == NULL || comm->eps == NULL || comm->ep_tp == NULL || comm->send_seq == NULL ||
-        comm->recv_seq == NULL || comm->algo_override == NULL) {
+    if (comm->peers == NULL || comm->places == NULL || comm->eps == NULL || comm->ep_tp == NULL ||
+        comm->send_seq == NULL || comm->recv_seq == NULL || comm->algo_override == NULL) {
         comm_free(comm);
         return COLL_ERR_NO_MEMORY;
     }
@@ -244,6 +335,8 @@ coll_result_t coll_comm_create(coll_comm_t **comm_p, int nranks, const coll_uniq
     COLL_CHECK_GOTO(coll_bootstrap_allgather(comm->bs, &self, sizeof(self), comm->peers, deadline),
                     st, err);
     comm->comm_id = coll_hash64(coll_bootstrap_seed(comm->bs) ^ (uint64_t)comm->peers[0].pid);
+    COLL_CHECK_GOTO(comm_place(comm, deadline), st, err);
+    comm_bind(comm);
     COLL_CHECK_GOTO(comm_pick_transports(comm), st, err);
     COLL_CHECK_GOTO(comm_connect(comm, deadline), st, err);
     COLL_CHECK_GOTO(coll_tune_init(comm, deadline), st, err);

@@ -13,6 +13,7 @@
 #include "transport.h"
 #include "algo.h"
 #include "bootstrap/bootstrap.h"
+#include "topo/place.h"
 
 #define COLL_COMM_MAGIC  0x434f4d4du /* "COMM" */
 #define COLL_COMM_MAX_TP 8
@@ -28,19 +29,21 @@ typedef struct coll_comm_tp {
 } coll_comm_tp_t;
 
 struct coll_comm {
-    uint32_t          magic;
-    int               rank;
-    int               nranks;
-    uint64_t          comm_id;
-    char              name[64];
-    double            timeout_s;
-    coll_bootstrap_t *bs;
-    coll_peer_info_t *peers;
-    coll_comm_tp_t    tp[COLL_COMM_MAX_TP];
-    int               ntp;
-    coll_tp_ep_t    **eps;     /* by rank; NULL for self */
-    int8_t           *ep_tp;   /* transport index by rank; -1 for self */
-    int               nsplits; /* splits made from this communicator so far */
+    uint32_t           magic;
+    int                rank;
+    int                nranks;
+    uint64_t           comm_id;
+    char               name[64];
+    double             timeout_s;
+    coll_bootstrap_t  *bs;
+    coll_peer_info_t  *peers;
+    coll_topo_place_t *places; /* by rank: where it sits (gathered at creation) */
+    const coll_topo_t *topo;   /* this host's model (shared by the process), NULL: unknown */
+    coll_comm_tp_t     tp[COLL_COMM_MAX_TP];
+    int                ntp;
+    coll_tp_ep_t     **eps;     /* by rank; NULL for self */
+    int8_t            *ep_tp;   /* transport index by rank; -1 for self */
+    int                nsplits; /* splits made from this communicator so far */
 
     /* engine */
     pthread_mutex_t          lock;

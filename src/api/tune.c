@@ -244,6 +244,37 @@ static void tune_window(coll_comm_t *comm)
     comm->layout.window_bytes  = ops->win_size(comm->tp[t].ctx);
 }
 
+/*
+ * The order of the rings (coll_topo_ring_order): hosts contiguous, and within a host by socket,
+ * NUMA node and PCIe switch. When no rank knows its host's topology that is rank order within
+ * each host, hosts in order of their lowest rank: the identity where every host's ranks are
+ * consecutive. Every rank holds the same places, so every rank builds the same ring.
+ */
+static coll_result_t tune_ring(coll_comm_t *comm)
+{
+    coll_layout_t *l     = &comm->layout;
+    int           *order = coll_calloc((size_t)comm->nranks, sizeof(int), "ring order");
+    int            known = 0, hosts, pkgs;
+    coll_result_t  st;
+
+    if (order == NULL) {
+        return COLL_ERR_NO_MEMORY;
+    }
+    for (int r = 0; r < comm->nranks; r++) {
+        known |= comm->places[r].known;
+    }
+    coll_topo_ring_order(comm->places, comm->nranks, order);
+    st = coll_layout_set_ring(l, order);
+    coll_topo_ring_crossings(comm->places, comm->nranks, l->ring_order, &hosts, &pkgs);
+    coll_info(TOPO, "rank %d: the ring crosses hosts %d time(s) and sockets %d time(s)%s",
+              comm->rank, hosts, pkgs, known ? "" : " (topology unknown: rank order)");
+    for (int i = 0; i < comm->nranks && comm->rank == 0; i++) {
+        coll_debug(TOPO, "ring position %d: rank %d", i, l->ring_order[i]);
+    }
+    coll_free(order);
+    return st;
+}
+
 coll_result_t coll_tune_init(coll_comm_t *comm, double deadline)
 {
     uint64_t *keys = coll_calloc((size_t)comm->nranks, sizeof(*keys), "host keys");
@@ -257,6 +288,7 @@ coll_result_t coll_tune_init(coll_comm_t *comm, double deadline)
     coll_result_t st = coll_layout_init(&comm->layout, comm->nranks, keys);
     coll_free(keys);
     COLL_CHECK(st);
+    COLL_CHECK(tune_ring(comm));
     tune_window(comm);
     COLL_CHECK(tune_model(comm, deadline));
     if (coll_log_enabled(COLL_LOG_INFO, COLL_SS_ALGO)) {

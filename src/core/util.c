@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 void *coll_malloc(size_t size, const char *what)
@@ -123,4 +124,29 @@ const char *coll_hostname(void)
 {
     pthread_once(&util_host_once, util_host_init);
     return util_hostname;
+}
+
+#define COLL_MPOL_PREFERRED 1    /* <linux/mempolicy.h>: try this node first, fall back */
+#define COLL_MEM_MAX_NODES  1024 /* bits of the node mask passed to the kernel */
+
+coll_result_t coll_mem_prefer_node(void *addr, size_t len, int node)
+{
+#ifdef SYS_mbind
+    unsigned long mask[COLL_MEM_MAX_NODES / (8 * sizeof(unsigned long))] = {0};
+    const size_t  bits = 8 * sizeof(unsigned long);
+
+    if (node < 0 || node >= COLL_MEM_MAX_NODES) {
+        return COLL_ERR_INVALID_ARG;
+    }
+    mask[(size_t)node / bits] |= 1ul << ((size_t)node % bits);
+    /* maxnode counts one more than the mask's bits: the kernel drops the last one */
+    if (syscall(SYS_mbind, addr, len, COLL_MPOL_PREFERRED, mask, COLL_MEM_MAX_NODES + 1, 0) != 0) {
+        coll_info(MEM, "mbind of %zu bytes to NUMA node %d failed: %s", len, node, strerror(errno));
+        return COLL_ERR_SYSTEM;
+    }
+    return COLL_OK;
+#else
+    coll_info(MEM, "mbind is not available on this system: memory stays where the kernel puts it");
+    return COLL_ERR_UNSUPPORTED;
+#endif
 }

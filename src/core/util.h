@@ -50,6 +50,11 @@ coll_result_t coll_random_bytes(void *buf, size_t len);
 char *coll_strlcpy(char *dst, const char *src, size_t size);
 
 /* Host identity: COLL_HOSTID if set, else hostname + boot id; hashed for comparisons. */
+/* Prefer NUMA node `node` (os index) for the pages of [addr, addr + len) not yet allocated
+ * (mbind, MPOL_PREFERRED, through the raw system call: no libnuma). addr is page aligned.
+ * COLL_ERR_SYSTEM (logged at INFO) where the kernel refuses. */
+coll_result_t coll_mem_prefer_node(void *addr, size_t len, int node);
+
 uint64_t    coll_host_hash(void);
 const char *coll_hostname(void);
 

@@ -18,6 +18,11 @@
  * *device_p gets its device ordinal when it is. */
 int coll_cuda_ptr_device(const void *p, int *device_p);
 
+/* Does the calling thread have a current CUDA context? Then 1, and *busid_p gets its device's
+ * PCI address as COLL_TOPO_BUSID packs it. 0 without CUDA, a driver or a context; never loads
+ * the driver or creates a context. */
+int coll_cuda_current_busid(uint64_t *busid_p);
+
 /* Does the call touch device memory on this rank (its send or receive buffer)? */
 int coll_cuda_call_on_device(const coll_comm_t *comm, const coll_args_t *a, const void *sendbuf,
                              const void *recvbuf);

@@ -17,6 +17,10 @@ typedef struct coll_cu_driver {
     CUresult (*stream_wait_value32)(CUstream stream, CUdeviceptr addr, cuuint32_t value,
                                     unsigned flags);
     CUresult (*get_error_string)(CUresult error, const char **str);
+    /* optional: the device of the calling thread's current context (NULL when missing) */
+    CUresult (*ctx_get_current)(CUcontext *ctx);
+    CUresult (*ctx_get_device)(CUdevice *dev);
+    CUresult (*device_get_attribute)(int *value, CUdevice_attribute attr, CUdevice dev);
 } coll_cu_driver_t;
 
 /* The driver table, loaded once (thread-safe). */

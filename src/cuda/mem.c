@@ -30,6 +30,9 @@ static void driver_load(void)
     driver.pointer_get_attribute = driver_sym(lib, "cuPointerGetAttribute", NULL);
     driver.stream_wait_value32   = driver_sym(lib, "cuStreamWaitValue32_v2", "cuStreamWaitValue32");
     driver.get_error_string      = driver_sym(lib, "cuGetErrorString", NULL);
+    driver.ctx_get_current       = driver_sym(lib, "cuCtxGetCurrent", NULL);
+    driver.ctx_get_device        = driver_sym(lib, "cuCtxGetDevice", NULL);
+    driver.device_get_attribute  = driver_sym(lib, "cuDeviceGetAttribute", NULL);
     if (driver.init == NULL || driver.pointer_get_attribute == NULL) {
         driver.why = "the CUDA driver lacks cuInit or cuPointerGetAttribute";
         return;
@@ -82,4 +85,33 @@ const char *coll_cuda_unavailable(void)
 {
     const coll_cu_driver_t *d = coll_cu_driver();
     return d->loaded ? NULL : d->why;
+}
+
+int coll_cuda_current_busid(uint64_t *busid_p)
+{
+    const coll_cu_driver_t *d;
+    CUcontext               ctx = NULL;
+    CUdevice                dev;
+    int                     dom = 0, bus = 0, slot = 0;
+    void                   *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+
+    /* not loaded: the process has no context, and loading the driver now (cuInit) would break
+     * CUDA in the processes it forks later */
+    if (lib == NULL) {
+        return 0;
+    }
+    dlclose(lib);
+    d = coll_cu_driver();
+    if (!d->loaded || d->ctx_get_current == NULL || d->ctx_get_device == NULL ||
+        d->device_get_attribute == NULL || d->ctx_get_current(&ctx) != CUDA_SUCCESS ||
+        ctx == NULL || d->ctx_get_device(&dev) != CUDA_SUCCESS) {
+        return 0;
+    }
+    if (d->device_get_attribute(&dom, CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID, dev) != CUDA_SUCCESS ||
+        d->device_get_attribute(&bus, CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, dev) != CUDA_SUCCESS ||
+        d->device_get_attribute(&slot, CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID, dev) != CUDA_SUCCESS) {
+        return 0;
+    }
+    *busid_p = ((uint64_t)dom << 16) | ((uint64_t)bus << 8) | ((uint64_t)slot << 3);
+    return 1;
 }

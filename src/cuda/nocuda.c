@@ -10,6 +10,12 @@ int coll_cuda_ptr_device(const void *p, int *device_p)
     return 0;
 }
 
+int coll_cuda_current_busid(uint64_t *busid_p)
+{
+    (void)busid_p;
+    return 0;
+}
+
 int coll_cuda_call_on_device(const coll_comm_t *comm, const coll_args_t *a, const void *sendbuf,
                              const void *recvbuf)
 {

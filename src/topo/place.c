@@ -58,8 +58,9 @@ void coll_topo_place_of(const coll_topo_t *t, uint64_t host, int gpu, int numa,
     int pkg;
 
     memset(p, 0, sizeof(*p));
-    p->host = host;
-    p->nic  = -1;
+    p->host  = host;
+    p->nic   = -1;
+    p->known = 1;
     if (gpu >= 0 && gpu < t->ngpu) {
         int nics[COLL_TOPO_MAX_GPU];
         coll_topo_gpu_nics(t, nics, NULL);
@@ -118,7 +119,8 @@ static int ring_cmp_place(const void *a, const void *b)
 
 void coll_topo_ring_order(const coll_topo_place_t *places, int n, int *order)
 {
-    ring_key_t *k = coll_calloc((size_t)n, sizeof(*k), "ring order");
+    ring_key_t *k     = coll_calloc((size_t)n, sizeof(*k), "ring order");
+    int         known = 0;
 
     if (k == NULL) { /* keep rank order rather than fail: it is still a ring */
         for (int i = 0; i < n; i++) {
@@ -128,6 +130,7 @@ void coll_topo_ring_order(const coll_topo_place_t *places, int n, int *order)
     }
     for (int r = 0; r < n; r++) {
         k[r] = (ring_key_t){.host = places[r].host, .rank = r, .p = &places[r]};
+        known |= places[r].known;
     }
     /* group by host key; the first of each group is its lowest rank */
     qsort(k, (size_t)n, sizeof(*k), ring_cmp_host);
@@ -140,8 +143,8 @@ void coll_topo_ring_order(const coll_topo_place_t *places, int n, int *order)
         while (end < n && k[end].first == k[i].first) {
             end++;
         }
-        for (int j = i; j < end; j++) { /* odd hosts backwards */
-            order[j] = (h % 2 == 1) ? k[i + end - 1 - j].rank : k[j].rank;
+        for (int j = i; j < end; j++) { /* odd hosts backwards, when rails are known */
+            order[j] = (h % 2 == 1 && known) ? k[i + end - 1 - j].rank : k[j].rank;
         }
         i = end;
     }

@@ -18,7 +18,7 @@ typedef struct coll_topo_place {
     uint64_t pci_sw;  /* PCIe switch of the rank's GPU, else of its NIC (coll_topo_pci_switch) */
     uint64_t gpu;     /* bus id of the rank's GPU + 1; 0: no GPU */
     int32_t  nic;     /* index of the rank's NIC on its host; -1: none */
-    int32_t  pad;
+    int32_t  known;   /* 1: from the host's model; 0: only host is known */
 } coll_topo_place_t;
 
 /* For every GPU g, the NIC closest to it in nic_p[g] (-1 without NICs) and the link in
@@ -26,8 +26,8 @@ typedef struct coll_topo_place {
  * then the lower index, so GPUs that see several equally close NICs spread over them. */
 void coll_topo_gpu_nics(const coll_topo_t *topo, int *nic_p, coll_topo_link_t *link_p);
 
-/* The placement of a rank of host `host` using GPU gpu (-1: none, then the rank is placed by
- * NUMA node numa, a logical index, or -1 for none). */
+/* The placement (known) of a rank of host `host` using GPU gpu (-1: none, then the rank is placed
+ * by NUMA node numa, a logical index, or -1 for none). */
 void coll_topo_place_of(const coll_topo_t *topo, uint64_t host, int gpu, int numa,
                         coll_topo_place_t *place_p);
 
@@ -35,7 +35,8 @@ void coll_topo_place_of(const coll_topo_t *topo, uint64_t host, int gpu, int num
  * of their lowest rank and each host's ranks are contiguous, so the ring enters and leaves each
  * host once; within a host the ranks go by package, NUMA node, PCIe switch and GPU, so they
  * cross each socket boundary once each way; every other host runs its order backwards, so
- * consecutive hosts meet at GPUs of the same position (the same NIC rail). */
+ * consecutive hosts meet at GPUs of the same position (the same NIC rail). When no place is
+ * known (no rank could read its host's model) that is rank order within each host. */
 void coll_topo_ring_order(const coll_topo_place_t *places, int n, int *order_p);
 
 /* How many consecutive pairs of the ring (the last back to the first included) differ in

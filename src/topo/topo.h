@@ -98,15 +98,16 @@ typedef struct coll_topo_l3 {
 } coll_topo_l3_t;
 
 typedef struct coll_topo {
-    char             source[256]; /* "hwloc", "sysfs", or "hwloc XML <path>" */
-    char             hostname[64];
-    int              npkg, nnuma, nl3, ngpu, nnic;
-    int              ncores, npus;
-    coll_topo_pkg_t  pkg[COLL_TOPO_MAX_PKG];
-    coll_topo_numa_t numa[COLL_TOPO_MAX_NUMA];
-    coll_topo_l3_t   l3[COLL_TOPO_MAX_L3];
-    coll_topo_gpu_t  gpu[COLL_TOPO_MAX_GPU]; /* in bus id order */
-    coll_topo_nic_t  nic[COLL_TOPO_MAX_NIC]; /* in bus id order */
+    char               source[256]; /* "hwloc", "sysfs", or "hwloc XML <path>" */
+    char               hostname[64];
+    int                npkg, nnuma, nl3, ngpu, nnic;
+    int                ncores, npus;
+    coll_topo_pkg_t    pkg[COLL_TOPO_MAX_PKG];
+    coll_topo_numa_t   numa[COLL_TOPO_MAX_NUMA];
+    coll_topo_l3_t     l3[COLL_TOPO_MAX_L3];
+    coll_topo_cpuset_t core_first;             /* the first PU of every core (one PU per core) */
+    coll_topo_gpu_t    gpu[COLL_TOPO_MAX_GPU]; /* in bus id order */
+    coll_topo_nic_t    nic[COLL_TOPO_MAX_NIC]; /* in bus id order */
     /* Relative NUMA latency by logical index, 10 = local (ACPI SLIT); 0: unknown. */
     uint16_t numa_dist[COLL_TOPO_MAX_NUMA][COLL_TOPO_MAX_NUMA];
     /* NVLinks between two GPUs by logical index; 0: none or unknown. */

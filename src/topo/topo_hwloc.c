@@ -91,6 +91,9 @@ static void hwloc_fill_cpus(hwloc_topology_t topo, coll_topo_t *t)
 
     t->ncores = hwloc_count(topo, root->cpuset, HWLOC_OBJ_CORE);
     t->npus   = hwloc_count(topo, root->cpuset, HWLOC_OBJ_PU);
+    while ((o = hwloc_get_next_obj_by_type(topo, HWLOC_OBJ_CORE, o)) != NULL) {
+        coll_topo_cpuset_set(&t->core_first, hwloc_bitmap_first(o->cpuset));
+    }
     while ((o = hwloc_get_next_obj_by_type(topo, HWLOC_OBJ_PACKAGE, o)) != NULL &&
            t->npkg < COLL_TOPO_MAX_PKG) {
         coll_topo_pkg_t *p     = &t->pkg[t->npkg++];

@@ -101,6 +101,7 @@ static void sysfs_fill_cpus(coll_topo_t *t, const char *root)
             t->ncores++;
         }
     }
+    t->core_first = cores;
 }
 
 static int sysfs_cores_in(const coll_topo_t *t, const coll_topo_cpuset_t *set, const char *root)

@@ -133,13 +133,35 @@ static void sweep_shape(const tcase_t *shape, int quick)
 
 /* Host layouts a composed algorithm is tried on: blocks of consecutive ranks and ranks dealt
  * round-robin, in 2 hosts and (when they divide) 4; for a window algorithm one shared host;
- * empty for a flat algorithm (NULL layout). */
+ * for the ring one host whose ring visits the ranks out of rank order (a different
+ * permutation for every n, none of them the identity when n > 1); empty for a flat algorithm
+ * (NULL layout). */
 static int sweep_layouts(const coll_algo_t *a, int n, coll_layout_t *ls, int max)
 {
     int k = 0;
 
     if (needs_window(a)) {
         window_layout(&ls[k++], n);
+        return k;
+    }
+    if (strcmp(a->name, "ring") == 0) {
+        int      order[MAX_RANKS];
+        uint64_t state = 12345u + (uint64_t)n;
+
+        for (int i = 0; i < n; i++) {
+            order[i] = i;
+        }
+        for (int i = n - 1; i > 0; i--) { /* Fisher-Yates, then make sure it moved something */
+            int j = (int)(coll_test_rand(&state) % (uint64_t)(i + 1)), x = order[i];
+            order[i] = order[j];
+            order[j] = x;
+        }
+        if (n > 1 && order[0] == 0 && order[1] == 1) {
+            order[0] = 1;
+            order[1] = 0;
+        }
+        ASSERT_OK(coll_layout_init_blocks(&ls[k], n, 1));
+        ASSERT_OK(coll_layout_set_ring(&ls[k++], order));
         return k;
     }
     if (strcmp(a->name, "hier") != 0) {
@@ -165,7 +187,7 @@ static void sweep_coll(const coll_algo_t *a, coll_op_t coll, int quick)
         coll_layout_t layouts[4];
         int           n    = rank_counts[ni];
         int           nl   = sweep_layouts(a, n, layouts, 4);
-        int           flat = nl == 0 && strcmp(a->name, "hier") != 0;
+        int           flat = nl == 0 && strcmp(a->name, "hier") != 0; /* NULL layout */
 
         for (int li = 0; li < (flat ? 1 : nl); li++) {
             for (size_t ci = 0; ci < COLL_ARRAY_SIZE(chunk_sizes); ci++) {

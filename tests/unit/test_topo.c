@@ -10,12 +10,15 @@
 #include "config.h"
 #include "coll_test.h"
 #include "param.h"
+#include "topo/local.h"
 #include "topo/place.h"
 #include "topo/topo.h"
+#include "util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #define FIX_2S  TOPO_DIR "/synthetic_2s8g4n.xml"
 #define FIX_DGX TOPO_DIR "/synthetic_dgx.xml"
@@ -248,6 +251,108 @@ static void test_ring(void)
     }
     coll_topo_free(t);
 }
+
+/* A rank's own place: its current CUDA device, else by COLL_TOPO_GPU, else its CPUs' node. */
+static void test_place_self(void)
+{
+    coll_topo_t       *t = load(FIX_2S);
+    coll_topo_cpuset_t aff;
+    coll_topo_place_t  p;
+
+    ASSERT_EQ(coll_topo_cpuset_parse("33-35", &aff), 0);
+    ASSERT_EQ(coll_topo_numa_of_cpus(t, &aff), 1);
+    ASSERT_EQ(coll_topo_cpuset_parse("30-33", &aff), 0); /* over both sockets */
+    ASSERT_EQ(coll_topo_numa_of_cpus(t, &aff), -1);
+    memset(&aff, 0, sizeof(aff));
+    ASSERT_EQ(coll_topo_numa_of_cpus(t, &aff), -1);
+    /* the CUDA device wins; its function number does not matter */
+    ASSERT_EQ(coll_topo_pick_gpu(t, COLL_TOPO_GPU_AUTO, t->gpu[5].pci.busid | 1, 0), 5);
+    ASSERT_EQ(coll_topo_pick_gpu(t, COLL_TOPO_GPU_LOCAL_RANK, t->gpu[5].pci.busid, 2), 5);
+    ASSERT_EQ(coll_topo_pick_gpu(t, COLL_TOPO_GPU_NONE, t->gpu[5].pci.busid, 2), -1);
+    /* no device: no guess unless asked for, then local rank mod GPUs */
+    ASSERT_EQ(coll_topo_pick_gpu(t, COLL_TOPO_GPU_AUTO, 0, 3), -1);
+    ASSERT_EQ(coll_topo_pick_gpu(t, COLL_TOPO_GPU_LOCAL_RANK, 0, 11), 3);
+    ASSERT_EQ(coll_topo_pick_gpu(t, COLL_TOPO_GPU_LOCAL_RANK, 0, -1), -1);
+    ASSERT_EQ(coll_topo_pick_gpu(t, COLL_TOPO_GPU_AUTO, 0xdead0, 3), -1); /* not on this host */
+    ASSERT_EQ(coll_topo_cpuset_parse("40", &aff), 0);
+    coll_topo_place_self(t, 9, -1, &aff, &p);
+    ASSERT_EQ(p.known, 1);
+    ASSERT_EQ(p.numa, 1);
+    ASSERT_EQ(p.package, 1);
+    ASSERT_EQ(p.gpu, 0);
+    coll_topo_place_self(t, 9, 2, &aff, &p); /* a GPU places the rank by the GPU */
+    ASSERT_EQ(p.numa, 0);
+    ASSERT_EQ(p.gpu, t->gpu[2].pci.busid + 1);
+    ASSERT_EQ(p.nic, 1);
+    coll_topo_free(t);
+}
+
+/* COLL_BIND's choice: inside the rank's NUMA node and the allowed CPUs; core mode gives the
+ * ranks of one node different cores, and ranks of different nodes CPUs of their own node. */
+static int cpuset_subset(const coll_topo_cpuset_t *a, const coll_topo_cpuset_t *b)
+{
+    for (size_t i = 0; i < COLL_TOPO_MAX_CPUS / 64; i++) {
+        if ((a->w[i] & ~b->w[i]) != 0) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static void check_bind(const coll_topo_t *t)
+{
+    coll_topo_cpuset_t all, m, used;
+    char               buf[256];
+
+    memset(&all, 0xff, sizeof(all));
+    memset(&used, 0, sizeof(used));
+    for (int n = 0; n < t->nnuma; n++) {
+        ASSERT_EQ(coll_topo_numa_logical(t, t->numa[n].os_index), n);
+        ASSERT_EQ(coll_topo_bind_mask(t, COLL_TOPO_BIND_NUMA, n, 0, &all, &m), 0);
+        ASSERT_TRUE(strcmp(coll_topo_cpuset_format(&m, buf, sizeof(buf)),
+                           coll_topo_cpuset_format(&t->numa[n].cpus, buf + 128, 128)) == 0);
+        for (int slot = 0; slot < t->numa[n].ncores; slot++) {
+            ASSERT_EQ(coll_topo_bind_mask(t, COLL_TOPO_BIND_CORE, n, slot, &all, &m), 0);
+            ASSERT_EQ(coll_topo_cpuset_count(&m), 1);
+            ASSERT_TRUE(cpuset_subset(&m, &t->numa[n].cpus));
+            ASSERT_TRUE(cpuset_subset(&m, &t->core_first)); /* a core's first thread ... */
+            ASSERT_TRUE(!cpuset_subset(&m, &used));         /* ... that no other rank got */
+            coll_topo_cpuset_or(&used, &m);
+        }
+    }
+    ASSERT_EQ(coll_topo_bind_mask(t, COLL_TOPO_BIND_NONE, 0, 0, &all, &m), -1);
+    ASSERT_EQ(coll_topo_bind_mask(t, COLL_TOPO_BIND_NUMA, -1, 0, &all, &m), -1);
+}
+
+static void test_bind(void)
+{
+    coll_topo_t       *t = load(FIX_2S);
+    coll_topo_cpuset_t allowed, m;
+
+    check_bind(t);
+    ASSERT_EQ(coll_topo_cpuset_count(&t->core_first), t->ncores);
+    /* only allowed CPUs; none of the node allowed: no binding */
+    ASSERT_EQ(coll_topo_cpuset_parse("2-3,5", &allowed), 0);
+    ASSERT_EQ(coll_topo_bind_mask(t, COLL_TOPO_BIND_NUMA, 0, 0, &allowed, &m), 0);
+    ASSERT_EQ(coll_topo_cpuset_count(&m), 3);
+    ASSERT_EQ(coll_topo_bind_mask(t, COLL_TOPO_BIND_CORE, 0, 1, &allowed, &m), 0);
+    ASSERT_EQ(coll_topo_cpuset_count(&m), 1);
+    ASSERT_TRUE(cpuset_subset(&m, &allowed));
+    ASSERT_TRUE(cpuset_subset(&m, &t->core_first));
+    ASSERT_EQ(coll_topo_bind_mask(t, COLL_TOPO_BIND_NUMA, 1, 0, &allowed, &m), -1);
+    /* shared memory goes to the rank's node where there are several */
+    ASSERT_EQ(coll_topo_mem_node(t, t->numa[1].os_index), t->numa[1].os_index);
+    ASSERT_EQ(coll_topo_mem_node(t, -1), -1);
+    ASSERT_EQ(coll_topo_mem_node(t, 7), -1); /* not a node of this host */
+    ASSERT_EQ(coll_topo_mem_node(NULL, 0), -1);
+    coll_topo_free(t);
+    t = load(FIX_4N);
+    check_bind(t);
+    ASSERT_EQ(coll_topo_mem_node(t, t->numa[3].os_index), t->numa[3].os_index);
+    t->nnuma = 1; /* one node: nothing to place */
+    ASSERT_EQ(coll_topo_mem_node(t, t->numa[0].os_index), -1);
+    coll_topo_free(t);
+}
 #endif
 
 /* A rank without GPU is placed by its NUMA node and gets a NIC of its socket. */
@@ -262,6 +367,21 @@ static void test_place_cpu(const coll_topo_t *t)
     ASSERT_TRUE(t->nnic == 0 || p.nic >= 0);
     ASSERT_TRUE(p.nic < 0 || t->nic[p.nic].pci.package == t->numa[t->nnuma - 1].package ||
                 t->nic[p.nic].pci.package < 0);
+}
+
+/* The system call itself: node 0 exists everywhere, though seccomp may forbid mbind. */
+static void test_mem_prefer(void)
+{
+    size_t        len = 1 << 16;
+    void         *p   = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    coll_result_t st;
+
+    ASSERT_TRUE(p != MAP_FAILED);
+    st = coll_mem_prefer_node(p, len, 0);
+    ASSERT_TRUE(st == COLL_OK || st == COLL_ERR_SYSTEM || st == COLL_ERR_UNSUPPORTED);
+    ASSERT_EQ(coll_mem_prefer_node(p, len, -1), COLL_ERR_INVALID_ARG);
+    memset(p, 1, len);
+    munmap(p, len);
 }
 
 static void test_topo_file(void)
@@ -300,8 +420,11 @@ int main(void)
     test_dgx();
     test_quad_numa();
     test_ring();
+    test_place_self();
+    test_bind();
 #endif
     test_topo_file();
+    test_mem_prefer();
     printf("test_topo: ok%s\n", HAVE_HWLOC_TEXT);
     return 0;
 }

@@ -53,10 +53,11 @@ static coll_result_t shm_init(const coll_tp_init_args_t *args, coll_tp_ctx_t **c
         coll_free(ctx);
         return COLL_ERR_NO_MEMORY;
     }
-    ctx->rank    = args->rank;
-    ctx->nranks  = args->nranks;
-    ctx->comm_id = args->comm_id;
-    ctx->job_tag = args->job_tag;
+    ctx->rank     = args->rank;
+    ctx->nranks   = args->nranks;
+    ctx->comm_id  = args->comm_id;
+    ctx->job_tag  = args->job_tag;
+    ctx->mem_node = args->mem_node1 - 1;
     /* Compact local index: every rank of this host computes the same numbering from peers[]. */
     uint64_t host = args->peers[args->rank].host_hash;
     for (int r = 0; r < args->nranks; r++) {

@@ -157,7 +157,8 @@ struct coll_tp_ctx {
     int            *lidx; /* nranks: index among the ranks of this host, or -1 */
     int             nlocal;
     uint64_t        ring_size;
-    shm_seg_t       seg; /* ours: one incoming ring per other local rank */
+    int             mem_node; /* NUMA node for the own segment's pages, -1: any */
+    shm_seg_t       seg;      /* ours: one incoming ring per other local rank */
     int             have_seg;
     shm_doorbell_t *bell; /* in seg, or private_bell when there is no segment */
     shm_doorbell_t  private_bell;

@@ -9,6 +9,7 @@
 #include "shm.h"
 #include "error.h"
 #include "log.h"
+#include "util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -56,11 +57,6 @@ static void seg_reset(shm_seg_t *seg)
 static coll_result_t seg_reserve(shm_seg_t *seg, uint32_t nslots, uint64_t ring_size,
                                  uint64_t win_size)
 {
-    if (ftruncate(seg->fd, (off_t)seg->size) != 0) {
-        coll_error(SHM, "cannot size /dev/shm%s to %zu bytes: %s", seg->name, seg->size,
-                   strerror(errno));
-        return COLL_ERR_SYSTEM;
-    }
     int err = posix_fallocate(seg->fd, 0, (off_t)seg->size);
     if (err == ENOSPC || err == ENOMEM || err == EFBIG) {
         coll_error(SHM,
@@ -126,8 +122,20 @@ coll_result_t shm_seg_create(shm_seg_t *seg, const struct coll_tp_ctx *ctx, uint
         return COLL_ERR_SYSTEM;
     }
     seg->linked = 1;
-    COLL_CHECK_GOTO(seg_reserve(seg, nslots, ctx->ring_size, ctx->win_size), st, err);
+    if (ftruncate(seg->fd, (off_t)seg->size) != 0) {
+        coll_error(SHM, "cannot size /dev/shm%s to %zu bytes: %s", seg->name, seg->size,
+                   strerror(errno));
+        st = COLL_ERR_SYSTEM;
+        goto err;
+    }
     COLL_CHECK_GOTO(seg_map(seg, ctx->rank), st, err);
+    /* the pages come with the reservation below: the memory policy must be set before it */
+    if (ctx->mem_node >= 0 &&
+        coll_mem_prefer_node(seg->base, seg->size, ctx->mem_node) == COLL_OK) {
+        coll_info(SHM, "rank %d: /dev/shm%s (%zu bytes) on NUMA node %d", ctx->rank, seg->name,
+                  seg->size, ctx->mem_node);
+    }
+    COLL_CHECK_GOTO(seg_reserve(seg, nslots, ctx->ring_size, ctx->win_size), st, err);
 
     shm_seg_hdr_t *h = seg->hdr; /* the new file reads as zeros: head = tail = 0 */
     h->version       = SHM_SEG_VERSION;
