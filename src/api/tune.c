@@ -14,19 +14,23 @@
 #include "error.h"
 #include "log.h"
 #include "param.h"
+#include "reduce/reduce.h"
 #include "util.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#define TUNE_SMALL_REPS 32
-#define TUNE_LARGE_REPS 6
-#define TUNE_LARGE      ((size_t)1 << 20)
+#define TUNE_SMALL_REPS  32
+#define TUNE_LARGE_REPS  6
+#define TUNE_LARGE       ((size_t)1 << 20)
+#define TUNE_REDUCE      ((size_t)1 << 18) /* bytes per operand of the reduction measurement */
+#define TUNE_REDUCE_REPS 8
 
 /* What one rank measured; < 0: not measured by this rank. */
 typedef struct tune_sample {
     double lat_us[2]; /* [0] intra, [1] inter */
     double beta[2];   /* us per byte */
+    double gamma;     /* us per byte reduced */
 } tune_sample_t;
 
 void coll_model_from_params(coll_model_t *m)
@@ -105,6 +109,34 @@ static coll_result_t tune_pair(coll_comm_t *comm, int peer, int initiator, char 
     return COLL_OK;
 }
 
+/* Local reduction speed: the fastest of a few float sums of two 256 KiB operands into a
+ * third, in us per byte of one operand (the unit of gamma). Operands of this size stay in the
+ * caches, as a pipelined chunk does; the figure is the reduction kernel, not memory. */
+static coll_result_t tune_gamma(double *gamma_p)
+{
+    size_t n    = TUNE_REDUCE / sizeof(float);
+    float *buf  = coll_calloc(3 * n, sizeof(float), "reduction tuning buffer");
+    double best = -1.0;
+
+    if (buf == NULL) {
+        return COLL_ERR_NO_MEMORY;
+    }
+    for (size_t i = 0; i < 2 * n; i++) {
+        buf[n + i] = (float)(i & 1023);
+    }
+    for (int i = 0; i < TUNE_REDUCE_REPS + 1; i++) {
+        double t0 = coll_time_s();
+        coll_reduce3(COLL_FLOAT32, COLL_SUM, buf, buf + n, buf + 2 * n, n);
+        double us = (coll_time_s() - t0) * 1e6;
+        if (i > 0 && (best < 0 || us < best)) { /* the first one faults the pages in */
+            best = us;
+        }
+    }
+    coll_free(buf);
+    *gamma_p = (best > 0 ? best : 1e-3) / (double)TUNE_REDUCE;
+    return COLL_OK;
+}
+
 /*
  * This rank's part of the measurements. One pair per link, one link at a time, while every
  * other rank sleeps in the bootstrap: intra between local ranks 0 and 1 of the first host that
@@ -114,7 +146,7 @@ static coll_result_t tune_pair(coll_comm_t *comm, int peer, int initiator, char 
  * made one pair's round trips take the scheduler's time slice, 2 ms, so choices changed from run
  * to run. Hosts are taken as alike; each link's figure comes from its one initiator.
  */
-static coll_result_t tune_measure(coll_comm_t *comm, const int want[2], double deadline,
+static coll_result_t tune_measure(coll_comm_t *comm, const int want[3], double deadline,
                                   tune_sample_t *mine)
 {
     const coll_layout_t *l = &comm->layout;
@@ -122,7 +154,10 @@ static coll_result_t tune_measure(coll_comm_t *comm, const int want[2], double d
     char                *buf;
     coll_result_t        st = COLL_OK;
 
-    mine->lat_us[0] = mine->lat_us[1] = mine->beta[0] = mine->beta[1] = -1.0;
+    mine->lat_us[0] = mine->lat_us[1] = mine->beta[0] = mine->beta[1] = mine->gamma = -1.0;
+    if (want[2] && r == 0) {
+        COLL_CHECK(tune_gamma(&mine->gamma));
+    }
     for (int k = 0; k < l->nhosts && ih < 0; k++) {
         ih = (coll_layout_rank(l, k, 1) >= 0) ? k : -1;
     }
@@ -175,14 +210,15 @@ static coll_result_t tune_model(coll_comm_t *comm, double deadline)
     const coll_layout_t *l = &comm->layout;
     tune_sample_t        mine, *all;
     coll_result_t        st;
-    int                  want[2];
+    int                  want[3];
 
     coll_model_from_params(&comm->model);
     want[0] = l->nranks > l->nhosts &&
               !(coll_param_is_set(COLL_P_INTRA_LAT) && coll_param_is_set(COLL_P_INTRA_BW));
     want[1] = l->nhosts > 1 &&
               !(coll_param_is_set(COLL_P_INTER_LAT) && coll_param_is_set(COLL_P_INTER_BW));
-    if (!coll_param_bool(COLL_P_TUNE_MEASURE) || (!want[0] && !want[1])) {
+    want[2] = comm->nranks > 1 && !coll_param_is_set(COLL_P_REDUCE_BW);
+    if (!coll_param_bool(COLL_P_TUNE_MEASURE) || (!want[0] && !want[1] && !want[2])) {
         return COLL_OK;
     }
     COLL_CHECK(tune_measure(comm, want, deadline, &mine));
@@ -197,6 +233,9 @@ static coll_result_t tune_model(coll_comm_t *comm, double deadline)
             if (want[k]) {
                 tune_agree(all, comm->nranks, k, links[k]);
             }
+        }
+        if (want[2] && all[0].gamma > 0) {
+            comm->model.gamma_us_per_byte = all[0].gamma;
         }
         /* the measurements were point-to-point traffic: user numbering starts afresh */
         memset(comm->send_seq, 0, (size_t)comm->nranks * sizeof(uint32_t));
