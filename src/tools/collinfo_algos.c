@@ -161,48 +161,58 @@ static int ci_parse_int(const char *text, int lo, int hi, int *v_p)
     return 0;
 }
 
-static int ci_parse_sizes(ci_opts_t *o, const char *list)
+/* Parses entry i of a comma-separated option value: 0, or a ci_fail status. */
+typedef int (*ci_item_fn_t)(ci_opts_t *o, int i, const char *text);
+
+/* The entries of a comma-separated value of option opt, at most max; *n_p gets their number. */
+static int ci_parse_commas(ci_opts_t *o, const char *opt, const char *list, int max,
+                           ci_item_fn_t item, int *n_p)
 {
     char  buf[1024];
     char *save = NULL;
+    int   n    = 0, st;
 
     if (strlen(list) >= sizeof(buf)) {
-        return ci_fail("--sizes '%s' is too long", list);
+        return ci_fail("%s '%s' is too long", opt, list);
     }
     strcpy(buf, list);
-    o->nsizes = 0;
     for (char *t = strtok_r(buf, ",", &save); t != NULL; t = strtok_r(NULL, ",", &save)) {
-        if (o->nsizes == CI_MAX_SIZES) {
-            return ci_fail("--sizes '%s' has more than 64 sizes", list);
+        if (n == max) {
+            return ci_fail("%s '%s' has more than %d entries", opt, list, max);
         }
-        if (coll_parse_size(t, &o->sizes[o->nsizes]) != 0) {
-            return ci_fail("--sizes: '%s' is not a size (bytes, with an optional k, m or g)", t);
+        if ((st = item(o, n, t)) != 0) {
+            return st;
         }
-        o->nsizes++;
+        n++;
     }
-    return o->nsizes > 0 ? 0 : ci_fail("--sizes '%s' names no size", list);
+    *n_p = n;
+    return n > 0 ? 0 : ci_fail("%s '%s' names nothing", opt, list);
+}
+
+static int ci_size_item(ci_opts_t *o, int i, const char *t)
+{
+    if (coll_parse_size(t, &o->sizes[i]) != 0) {
+        return ci_fail("--sizes: '%s' is not a size (bytes, with an optional k, m or g)", t);
+    }
+    return 0;
+}
+
+static int ci_ranks_item(ci_opts_t *o, int i, const char *t)
+{
+    if (ci_parse_int(t, 1, CI_MAX_RANKS, &o->list[i]) != 0) {
+        return ci_fail("--ranks-list: '%s' is not a number of ranks in 1..%d", t, CI_MAX_RANKS);
+    }
+    return 0;
+}
+
+static int ci_parse_sizes(ci_opts_t *o, const char *list)
+{
+    return ci_parse_commas(o, "--sizes", list, CI_MAX_SIZES, ci_size_item, &o->nsizes);
 }
 
 static int ci_parse_list(ci_opts_t *o, const char *list)
 {
-    char  buf[1024];
-    char *save = NULL;
-
-    if (strlen(list) >= sizeof(buf)) {
-        return ci_fail("--ranks-list '%s' is too long", list);
-    }
-    strcpy(buf, list);
-    o->nlist = 0;
-    for (char *t = strtok_r(buf, ",", &save); t != NULL; t = strtok_r(NULL, ",", &save)) {
-        if (o->nlist == CI_MAX_SHAPES) {
-            return ci_fail("--ranks-list '%s' has more than %d entries", list, CI_MAX_SHAPES);
-        }
-        if (ci_parse_int(t, 1, CI_MAX_RANKS, &o->list[o->nlist]) != 0) {
-            return ci_fail("--ranks-list: '%s' is not a number of ranks in 1..%d", t, CI_MAX_RANKS);
-        }
-        o->nlist++;
-    }
-    return o->nlist > 0 ? 0 : ci_fail("--ranks-list '%s' names no size", list);
+    return ci_parse_commas(o, "--ranks-list", list, CI_MAX_SHAPES, ci_ranks_item, &o->nlist);
 }
 
 static int ci_parse_opt(ci_opts_t *o, int c, const char *arg)

@@ -347,7 +347,7 @@ else
         less "$(sim_value hier 67108864 16 "$tmp/simc")" "$(sim_value ring 67108864 16 "$tmp/simc")"
     "$COLLINFO" algos --topo "$topo_dir/synthetic_2s8g4n.xml" --hosts 2 -c allreduce -s 64m \
         --csv >"$tmp/t2s"
-    check "64 MiB on 2 hosts: hier over 8 NICs < hier over 4 NICs" \
+    check "64 MiB on 2 hosts: hier on DGX-like hosts (NVLink, 8 NICs) < on 2-socket PCIe hosts (4 NICs)" \
         less "$(sim_value hier 67108864 16 "$tmp/simc")" "$(sim_value hier 67108864 16 "$tmp/t2s")"
     COLL_INTER_BW=1g COLL_INTRA_LAT=7us "$COLLINFO" algos --topo "$dgx" --hosts 2 -c barrier >"$tmp/t"
     check "COLL_INTER_BW and COLL_INTRA_LAT override the topology" \
