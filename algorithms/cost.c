@@ -19,14 +19,28 @@ void coll_model_default(coll_model_t *m)
     m->inter.alpha_us         = 30.0;
     m->inter.beta_us_per_byte = 1e6 / 1.1e9; /* 10 Gbit/s TCP */
     m->gamma_us_per_byte      = 1e6 / 8e9;
+    m->inter_nics             = 1;
+}
+
+double coll_model_inter_beta(const coll_model_t *m, int streams)
+{
+    int nics = (m->inter_nics > 1) ? m->inter_nics : 1;
+
+    return (streams > nics) ? m->inter.beta_us_per_byte * streams / nics
+                            : m->inter.beta_us_per_byte;
 }
 
 void coll_model_format(const coll_model_t *m, char *buf, size_t len)
 {
+    char nics[32] = "";
+
+    if (m->inter_nics > 1) {
+        snprintf(nics, sizeof(nics), " x %d NICs", m->inter_nics);
+    }
     /* beta is us per byte, so 1e-3 / beta is bytes per ns = GB/s */
-    snprintf(buf, len, "intra %.1f us %.2f GB/s, inter %.1f us %.2f GB/s, reduce %.2f GB/s",
+    snprintf(buf, len, "intra %.1f us %.2f GB/s, inter %.1f us %.2f GB/s%s, reduce %.2f GB/s",
              m->intra.alpha_us, 1e-3 / m->intra.beta_us_per_byte, m->inter.alpha_us,
-             1e-3 / m->inter.beta_us_per_byte, 1e-3 / m->gamma_us_per_byte);
+             1e-3 / m->inter.beta_us_per_byte, nics, 1e-3 / m->gamma_us_per_byte);
 }
 
 double coll_cost_bytes(const coll_args_t *args)
@@ -66,8 +80,8 @@ const coll_link_model_t *coll_cost_flat_link(const coll_args_t *args, const coll
 }
 
 /* The slowest link of a round where every rank r < p with a partner q = peer(r) sends to it:
- * inter-host if any pair crosses hosts, with its bandwidth shared by the crossing streams of
- * the busiest host (one network link per host). */
+ * inter-host if any pair crosses hosts, with the busiest host's crossing streams sharing its
+ * m->inter_nics network links. */
 static coll_link_model_t cost_round_link(const coll_args_t *args, const coll_model_t *m, int p,
                                          int (*peer)(const coll_layout_t *l, int r, int arg),
                                          int arg)
@@ -90,8 +104,8 @@ static coll_link_model_t cost_round_link(const coll_args_t *args, const coll_mod
     if (busiest == 0) {
         return m->intra;
     }
-    link = m->inter;
-    link.beta_us_per_byte *= busiest;
+    link                  = m->inter;
+    link.beta_us_per_byte = coll_model_inter_beta(m, busiest);
     return link;
 }
 

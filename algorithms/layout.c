@@ -7,6 +7,7 @@
 #include "layout.h"
 
 #include <string.h>
+#include "error.h"
 #include "log.h"
 #include "util.h"
 
@@ -21,7 +22,7 @@ void coll_layout_fini(coll_layout_t *l)
     memset(l, 0, sizeof(*l));
 }
 
-coll_result_t coll_layout_init(coll_layout_t *l, int nranks, const uint64_t *host_key)
+static coll_result_t layout_alloc(coll_layout_t *l, int nranks)
 {
     memset(l, 0, sizeof(*l));
     l->nranks     = nranks;
@@ -39,21 +40,15 @@ coll_result_t coll_layout_init(coll_layout_t *l, int nranks, const uint64_t *hos
     for (int r = 0; r < nranks; r++) {
         l->ring_order[r] = l->ring_pos[r] = r;
     }
-    /* hosts in order of first appearance (quadratic in the host count: fine up to thousands) */
-    for (int r = 0; r < nranks; r++) {
-        int h = 0;
-        while (h < l->nhosts && host_key[l->host_ranks[l->host_start[h]]] != host_key[r]) {
-            h++;
-        }
-        if (h == l->nhosts) {
-            l->host_start[h] = r; /* temporarily: the first rank of host h */
-            l->host_ranks[r] = r;
-            l->nhosts++;
-        }
-        l->host_of[r] = h;
-    }
+    return COLL_OK;
+}
+
+/* From host_of and nhosts: local ranks, the per-host rank lists and the regularity flags. */
+static void layout_fill(coll_layout_t *l)
+{
+    int nranks = l->nranks;
     /* counts, then prefix sums, then fill in rank order */
-    int *count = l->host_ranks; /* reuse as scratch after reading the first ranks */
+    int *count = l->host_ranks; /* scratch until the last loop overwrites it */
     for (int h = 0; h < l->nhosts; h++) {
         count[h] = 0;
     }
@@ -77,6 +72,25 @@ coll_result_t coll_layout_init(coll_layout_t *l, int nranks, const uint64_t *hos
     for (int r = 0; r < nranks && l->contiguous; r++) {
         l->contiguous = (l->host_of[r] == r / l->local_size);
     }
+}
+
+coll_result_t coll_layout_init(coll_layout_t *l, int nranks, const uint64_t *host_key)
+{
+    COLL_CHECK(layout_alloc(l, nranks));
+    /* hosts in order of first appearance (quadratic in the host count: fine up to thousands) */
+    for (int r = 0; r < nranks; r++) {
+        int h = 0;
+        while (h < l->nhosts && host_key[l->host_ranks[l->host_start[h]]] != host_key[r]) {
+            h++;
+        }
+        if (h == l->nhosts) {
+            l->host_start[h] = r; /* temporarily: the first rank of host h */
+            l->host_ranks[r] = r;
+            l->nhosts++;
+        }
+        l->host_of[r] = h;
+    }
+    layout_fill(l);
     return COLL_OK;
 }
 
@@ -100,19 +114,18 @@ coll_result_t coll_layout_set_ring(coll_layout_t *l, const int *order)
     return COLL_OK;
 }
 
+/* Direct rather than through host keys: linear in the rank count, so simulated communicators
+ * of tens of thousands of ranks on thousands of hosts build at once. */
 coll_result_t coll_layout_init_blocks(coll_layout_t *l, int nranks, int nhosts)
 {
-    uint64_t *key = coll_calloc((size_t)nranks, sizeof(*key), "layout keys");
-    int       per = (nhosts > 0 && nranks >= nhosts) ? nranks / nhosts : nranks;
+    int per = (nhosts > 0 && nranks >= nhosts) ? nranks / nhosts : nranks;
 
-    if (key == NULL) {
-        return COLL_ERR_NO_MEMORY;
-    }
+    COLL_CHECK(layout_alloc(l, nranks));
     for (int r = 0; r < nranks; r++) {
-        int h  = (per > 0) ? r / per : 0;
-        key[r] = (uint64_t)((h < nhosts) ? h : nhosts - 1);
+        int h         = (per > 0) ? r / per : 0;
+        l->host_of[r] = (h < nhosts || nhosts < 1) ? h : nhosts - 1;
+        l->nhosts     = l->host_of[r] + 1;
     }
-    coll_result_t st = coll_layout_init(l, nranks, key);
-    coll_free(key);
-    return st;
+    layout_fill(l);
+    return COLL_OK;
 }

@@ -20,9 +20,16 @@ typedef struct coll_model {
     coll_link_model_t intra;             /* ranks on one host */
     coll_link_model_t inter;             /* ranks on different hosts */
     double            gamma_us_per_byte; /* reducing one byte into another (memory-bound) */
+    /* Network links (NICs, "rails") per host: streams leaving one host at once share them, each
+     * stream at most one link's bandwidth. < 1 counts as 1. */
+    int inter_nics;
 } coll_model_t;
 
-/* The defaults: shm on a small host, TCP over a 10 Gbit/s-class network. */
+/* The bandwidth share of each of `streams` streams leaving one host at once: inter beta times
+ * streams / inter_nics, never below one link's beta. */
+double coll_model_inter_beta(const coll_model_t *m, int streams);
+
+/* The defaults: shm on a small host, TCP over a 10 Gbit/s-class network, one NIC per host. */
 void coll_model_default(coll_model_t *m);
 
 /* One line for logs and collinfo: "intra 4.0 us 6.00 GB/s, inter 30.0 us ..., reduce ...". */

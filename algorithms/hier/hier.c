@@ -49,16 +49,18 @@ int coll_hier_supported(int nranks, const coll_args_t *args)
     }
 }
 
-/* Local parts run on the intra-host link; a rail on the inter-host link, shared by the L rails
- * of a host (one NIC per host assumed until the topology says otherwise). */
+/* Local parts run on the intra-host link; a rail on the inter-host link, the L rails of a host
+ * sharing its m->inter_nics NICs (one each when there are L of them). A rail is a communicator
+ * of one rank per host, so inside it every message crosses hosts on that share. */
 static void hier_models(const coll_model_t *m, int L, coll_model_t *mi, coll_model_t *mr)
 {
-    *mi       = *m;
-    mi->inter = m->intra;
-    *mr       = *m;
-    mr->intra = m->inter;
-    mr->intra.beta_us_per_byte *= L;
-    mr->inter = mr->intra;
+    *mi                        = *m;
+    mi->inter                  = m->intra;
+    *mr                        = *m;
+    mr->intra                  = m->inter;
+    mr->intra.beta_us_per_byte = coll_model_inter_beta(m, L);
+    mr->inter                  = mr->intra;
+    mr->inter_nics             = 1;
 }
 
 static void hier_embed(coll_embed_t *e, const int *ranks, int n, int rank)

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include "coll.h"
 #include "model.h"
+#include "topo/topo.h"
 
 /* The model the parameters describe (defaults where unset); nothing measured. */
 void coll_model_from_params(coll_model_t *m);
@@ -21,6 +22,25 @@ coll_result_t coll_tune_init(coll_comm_t *comm, double deadline);
 /* The default model overridden by COLL_INTRA_LAT, COLL_INTRA_BW, COLL_INTER_LAT, COLL_INTER_BW
  * and COLL_REDUCE_BW: the only place these parameters are read. */
 void coll_model_from_params(coll_model_t *m);
+
+/* What coll_model_from_topo read from a host's topology. */
+typedef struct coll_tune_topo {
+    int              ranks_per_host;
+    int              gpus;          /* GPUs the ranks use; 0: none (ranks placed by NUMA node) */
+    coll_topo_link_t intra_link;    /* the worst hop of the host's ring; X: one GPU or none */
+    int              ring_hosts;    /* host crossings of the host's ring (0: one host) */
+    int              ring_packages; /* its crossings between packages */
+    int              nics;          /* NICs the ranks use (each GPU's nearest); 0: none */
+    int              nic_mbps;      /* the slowest of them in Mb/s; 0: unknown */
+    int              rdma;          /* every one of them has a verbs device */
+} coll_tune_topo_t;
+
+/* The model for hosts like t, each running ranks_per_host ranks (rank r on GPU r mod ngpu):
+ * intra link from the worst hop of the host's ring, inter link and NIC count from the NICs
+ * the ranks use, GPU reduction speed; defaults where t says nothing, and every COLL_INTRA_*,
+ * COLL_INTER_* and COLL_REDUCE_BW parameter that is set wins. info_p may be NULL. */
+coll_result_t coll_model_from_topo(const coll_topo_t *t, int ranks_per_host, coll_model_t *m,
+                                   coll_tune_topo_t *info_p);
 
 /* The pipeline chunk every call's arguments carry: COLL_CHUNK_SIZE, at least 64 bytes. */
 size_t coll_tune_chunk_bytes(void);

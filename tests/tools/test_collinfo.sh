@@ -7,7 +7,9 @@
 # parameters change the predictions, --csv says the same, and bad input is refused with exit 2.
 # collinfo topo: its tables agree with its summary on this host, hwloc and sysfs see the same
 # NICs, an XML export reads back the same, and on the fixtures of tests/topologies the link
-# matrix, the nearest NICs and the ring's socket crossings are right.
+# matrix, the nearest NICs and the ring's socket crossings are right. collinfo algos --topo:
+# 1024 simulated ranks on copies of the DGX-like fixture give a consistent table whose ring,
+# tree and hier predictions relate as the model says, and bad shapes are refused.
 # Exit status: 0 pass, 1 fail, 99 collinfo not built.
 set -u
 top_builddir=${top_builddir:-.}
@@ -170,11 +172,15 @@ b=$("$COLLINFO" algos -n 6 --hosts 2 -c reduce_scatter -s 1k | awk '!/^#/ && NF 
 check "--csv and the table agree ($a)" test -n "$a" -a "$a" = "$b"
 
 # ---- bad input: a message naming the problem, exit 2, nothing on stdout ----
-refuse() { # expected-words args...
-    want=$1; shift
+refuse() { # expected-words args...: exit status 2
+    refuse_st 2 "$@"
+}
+refuse_st() { # status expected-words args...
+    want_rc=$1 want=$2
+    shift 2
     "$COLLINFO" algos "$@" >"$tmp/o" 2>"$tmp/e"
     rc=$?
-    if [ "$rc" -eq 2 ] && [ ! -s "$tmp/o" ] && grep -q -- "$want" "$tmp/e"; then
+    if [ "$rc" -eq "$want_rc" ] && [ ! -s "$tmp/o" ] && grep -q -- "$want" "$tmp/e"; then
         ok "collinfo algos $*: refused ($(head -1 "$tmp/e"))"
     else
         bad "collinfo algos $*: exit $rc, stderr '$(cat "$tmp/e")'"
@@ -190,6 +196,19 @@ refuse "-n NRANKS is required" --hosts 2
 refuse "not a size" -n 4 --sizes 8,lots
 refuse "exclude each other" -n 4 --sizes 8 --max 1m
 refuse "expected an integer >= 2" -n 4 --factor 1
+refuse "number of ranks must be an integer in 1..65536" -n 65537
+refuse "--hosts '0'" -n 8 --hosts 0
+refuse "--ranks-per-host '0'" -n 8 --ranks-per-host 0
+refuse "is not --hosts 2 x --ranks-per-host 8" -n 8 --hosts 2 --ranks-per-host 8
+refuse "more than the 65536 ranks" --hosts 8193 --ranks-per-host 8
+refuse "--ranks-list: 'x' is not a number" --ranks-list 8,x
+refuse "-n and --ranks-list exclude each other" -n 8 --ranks-list 8,16
+refuse "not a multiple of the 8 ranks per host" --ranks-list 8,12 --ranks-per-host 8
+
+# ---- --ranks-list without a topology: a row group per size, hosts of --ranks-per-host ----
+"$COLLINFO" algos --ranks-list 4,8,16 --ranks-per-host 4 -c allreduce -s 8,1m --csv >"$tmp/t"
+check "--ranks-list --csv: the shapes in order, hosts of 4" test "$(awk -F, 'NR > 1 {
+    printf "%s/%s ", $2, $3 }' "$tmp/t")" = "4/1 4/1 8/2 8/2 16/4 16/4 "
 
 # ---- topo: this host, its XML, the fixtures, and refusals ----
 topo_dir=${srcdir:-$(dirname "$0")/../..}/tests/topologies
@@ -290,6 +309,62 @@ else
     else
         ok "the 2-socket link matrix check fails the DGX-like fixture"
     fi
+fi
+
+# ---- simulation at scale: algos --topo FILE --hosts H (hosts like the file's machine) ----
+dgx=$topo_dir/synthetic_dgx.xml
+sim_value() { # algorithm $1 at size $2 and $3 ranks in the --csv answer $4
+    awk -F, -v a="$1" -v s="$2" -v n="$3" 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == a) c = i
+        next } c && $4 == s && $2 == n { print $c }' "$4"
+}
+less() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a > 0 && b > 0 && a < b) }'; }
+if [ "$source" = sysfs ]; then
+    refuse_st 1 "needs hwloc" --topo "$dgx" --hosts 2
+else
+    "$COLLINFO" algos --topo "$dgx" --hosts 128 -c allreduce -s 8,1m,64m,1g >"$tmp/sim"
+    check "--topo DGX-like --hosts 128 exits 0" test $? -eq 0
+    check "--topo: 1024 ranks = 128 hosts x 8 GPUs" \
+        grep -q '^# allreduce: 1024 ranks = 128 host(s) x 8;' "$tmp/sim"
+    check "--topo: the model takes 8 NICs of 400 Gb/s and NVLink from the file" \
+        grep -q '^# model: .*GB/s x 8 NICs' "$tmp/sim"
+    check_table <"$tmp/sim" >"$tmp/c"
+    check "--topo 1024 ranks: every choice can run its row and is the tuner's minimum" \
+        sh -c "! grep ERROR '$tmp/c'"
+    check "--topo 1024 ranks: 4 rows with ring, tree and hier columns" \
+        sh -c "grep -q '^allreduce 4 .*| ring .*tree hier' '$tmp/c'"
+    # What the model implies, not what it printed last time: a flat ring pays one inter-host
+    # latency per step, 2 (n - 1) of them; tree's log n levels beat that at 1 MiB on 1024 ranks;
+    # hier moves each host's data over all its NICs, which a flat ring cannot, so it wins a
+    # large all-reduce across two hosts.
+    "$COLLINFO" algos --topo "$dgx" --ranks-list 16,1024 -c allreduce -s 8,1m,64m --csv >"$tmp/simc"
+    alpha=$(sed -n 's/^# model: .*inter \([0-9.]*\) us.*/\1/p' "$tmp/sim")
+    ring8=$(sim_value ring 8 1024 "$tmp/simc")
+    check "ring at 8 B on 1024 ranks is 2 x 1023 inter-host latencies ($ring8 us, alpha $alpha us)" \
+        awk -v r="$ring8" -v a="$alpha" 'BEGIN { d = r - 2 * 1023 * a; exit !(a > 0 && d < 0.01 && d > -0.01) }'
+    check "1 MiB on 1024 ranks: tree < ring" \
+        less "$(sim_value tree 1048576 1024 "$tmp/simc")" "$(sim_value ring 1048576 1024 "$tmp/simc")"
+    check "64 MiB on 2 hosts: hier < ring" \
+        less "$(sim_value hier 67108864 16 "$tmp/simc")" "$(sim_value ring 67108864 16 "$tmp/simc")"
+    "$COLLINFO" algos --topo "$topo_dir/synthetic_2s8g4n.xml" --hosts 2 -c allreduce -s 64m \
+        --csv >"$tmp/t2s"
+    check "64 MiB on 2 hosts: hier on DGX-like hosts (NVLink, 8 NICs) < on 2-socket PCIe hosts (4 NICs)" \
+        less "$(sim_value hier 67108864 16 "$tmp/simc")" "$(sim_value hier 67108864 16 "$tmp/t2s")"
+    COLL_INTER_BW=1g COLL_INTRA_LAT=7us "$COLLINFO" algos --topo "$dgx" --hosts 2 -c barrier >"$tmp/t"
+    check "COLL_INTER_BW and COLL_INTRA_LAT override the topology" \
+        grep -q '^# model: intra 7.0 us .*inter 4.0 us 1.07 GB/s' "$tmp/t"
+    "$COLLINFO" algos --topo "$dgx" --ranks-list 8,16,32,64,128,256,512,1024 -c allreduce \
+        -s 8,1m --csv >"$tmp/t"
+    check "--ranks-list 8..1024: 16 rows, hosts of 8" test "$(awk -F, 'NR > 1 && $3 * 8 == $2 &&
+        ($4 == 8 || $4 == 1048576) { n++ } END { print n }' "$tmp/t")" = 16
+    refuse_st 1 "--topo $tmp/missing.xml" --topo "$tmp/missing.xml" --hosts 2
+    refuse "--hosts '0'" --topo "$dgx" --hosts 0
+    refuse "more than the 65536 ranks" --topo "$dgx" --hosts 8193
+    refuse "has no GPU: give --ranks-per-host" --topo "$topo_dir/synthetic_quadnuma.xml" --hosts 2
+    "$COLLINFO" algos --topo "$topo_dir/synthetic_quadnuma.xml" --hosts 2 --ranks-per-host 4 \
+        -c allreduce -s 1m >"$tmp/t"
+    check "--topo without GPUs: 2 hosts of 4 ranks" grep -q '^# allreduce: 8 ranks = 2 host(s) x 4;' "$tmp/t"
+    check "--topo without NICs: the COLL_INTER_* defaults" \
+        grep -q '^# host ring: .*no NIC: COLL_INTER_\* defaults$' "$tmp/t"
 fi
 
 echo "$pass passed, $fail failed"
