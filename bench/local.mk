@@ -10,7 +10,7 @@ collbench_LDADD = libcoll.la $(CUDA_LDFLAGS) $(CUDA_LIBS)
 man_MANS += man/man1/collbench.1
 EXTRA_DIST += man/man1/collbench.1.in bench/README.md bench/plot_busbw.sh \
     bench/results/cuda_h100_2026-11-22.md \
-    bench/algo_sweep.sh bench/mpi_allreduce_bench.c
+    bench/algo_sweep.sh bench/sweep_lib.sh bench/mpi_allreduce_bench.c
 
 # MPI_Allreduce with collbench's sweep and columns: make bench-mpi, then
 # mpirun -np 4 bench/mpi_allreduce_bench -b 8 -e 64M -f 4
