@@ -50,6 +50,9 @@ die() {
     exit 1
 }
 
+# shellcheck source=bench/sweep_lib.sh
+. "$(dirname "$0")/sweep_lib.sh"
+
 # ---- options ----
 hosts=1
 nper=4
@@ -145,13 +148,7 @@ fi
 
 # medians.csv: one row per (algo, bytes); ran is what ran in every round, "" if unknown.
 report_medians() {
-    awk -F, '
-        function median(s,    a, n, i, j, t) {
-            n = split(s, a, " ")
-            for (i = 2; i <= n; i++)
-                for (j = i; j > 1 && a[j - 1] + 0 > a[j] + 0; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
-            return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-        }
+    awk -F, "$SWEEP_AWK_MEDIAN"'
         NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
         {
             k = $c["algo"] SUBSEP $c["bytes"]
@@ -268,9 +265,7 @@ report_plot() {
         [ "$a" = tuner ] && style="with linespoints lw 4 dt 2 lc rgb 'black'"
         plots="$plots${plots:+, }'$pdir/$a.dat' using 1:2 $style title '$a'"
     done < "$pdir/list"
-    term="pngcairo size 1100,650 noenhanced"
-    gnuplot -e "set terminal pngcairo" < /dev/null > /dev/null 2>&1 ||
-        term="png size 1100,650 noenhanced"
+    term=$(sweep_png_term)
     read -r xlo xhi < "$pdir/xrange"
     title=$(awk -F, 'NR == 2 { print $2 ", " $1; exit }' "$out/medians.csv")
     gnuplot << EOF || die "gnuplot failed"

@@ -10,7 +10,12 @@ collbench_LDADD = libcoll.la $(CUDA_LDFLAGS) $(CUDA_LIBS)
 man_MANS += man/man1/collbench.1
 EXTRA_DIST += man/man1/collbench.1.in bench/README.md bench/plot_busbw.sh \
     bench/results/cuda_h100_2026-11-22.md \
-    bench/algo_sweep.sh bench/sim_scale.sh bench/mpi_allreduce_bench.c
+    bench/algo_sweep.sh bench/sim_scale.sh bench/sweep_lib.sh bench/train_sweep.sh \
+    bench/mpi_allreduce_bench.c \
+    bench/results/train_sweep_2026-11-22/info.txt bench/results/train_sweep_2026-11-22/raw.csv \
+    bench/results/train_sweep_2026-11-22/medians.csv \
+    bench/results/train_sweep_2026-11-22/summary.csv \
+    bench/results/train_sweep_2026-11-22/step_time.png
 
 # MPI_Allreduce with collbench's sweep and columns: make bench-mpi, then
 # mpirun -np 4 bench/mpi_allreduce_bench -b 8 -e 64M -f 4
@@ -35,7 +40,8 @@ bench_cuda_copy_bw_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS)
 bench_cuda_copy_bw_LDADD = $(CUDA_LDFLAGS) $(CUDA_LIBS)
 endif
 
-# The training layer's benchmark (DDP overlap, ZeRO bytes per rank): collrun -n 2 ./train_bench
+# The training layer's benchmark (DDP overlap, ZeRO bytes per rank): collrun -n 2 ./train_bench;
+# bench/train_sweep.sh runs it overlapped vs blocking in rounds, on one host and shaped hosts.
 noinst_PROGRAMS += train_bench
 train_bench_SOURCES = bench/train_bench.c
 train_bench_LDADD = libcoll.la

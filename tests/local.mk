@@ -109,7 +109,7 @@ dist_check_SCRIPTS += tests/docs/check-getenv.sh tests/docs/check-format.sh test
     tests/mp/test_multihost.sh tests/tools/test_netns.sh tests/tools/test_collinfo.sh
 TESTS += tests/docs/check-getenv.sh tests/docs/check-format.sh tests/tools/test_launchers.sh \
     tests/mp/test_multihost.sh tests/tools/test_netns.sh tests/tools/test_collinfo.sh
-# Sourced by test_netns.sh and bench/algo_sweep.sh: hosts as network namespaces.
+# Sourced by test_netns.sh and bench/{algo,train}_sweep.sh: hosts as network namespaces.
 EXTRA_DIST += tests/tools/netns_lib.sh
 # Machines as hwloc XML, for collinfo topo and the topology tests (COLL_TOPO_FILE replays them).
 EXTRA_DIST += tests/topologies/synthetic_2s8g4n.xml tests/topologies/synthetic_dgx.xml \
