@@ -11,6 +11,7 @@
 #include "algo.h"
 #include "api/tune.h"
 #include "param.h"
+#include "topo/local.h"
 
 #include <getopt.h>
 #include <stdarg.h>
@@ -402,6 +403,27 @@ static void ci_csv(ci_ctx_t *x)
     }
 }
 
+/* Hosts like this one (its model, GPU local_rank mod the GPU count, else NUMA node local_rank
+ * mod the node count), L ranks each: the inter-host bandwidth their NICs give, when
+ * COLL_INTER_BW is unset; 1 when applied. */
+static int ci_nic_bw(coll_model_t *m, int L)
+{
+    const coll_topo_t *t;
+    coll_topo_place_t *p;
+    int                applied = 0;
+
+    if (coll_topo_host(&t) != COLL_OK || (p = calloc((size_t)L, sizeof(*p))) == NULL) {
+        return 0;
+    }
+    for (int lr = 0; lr < L; lr++) {
+        int gpu = coll_topo_pick_gpu(t, COLL_TOPO_GPU_LOCAL_RANK, 0, lr);
+        coll_topo_place_of(t, 0, gpu, (gpu < 0 && t->nnuma > 0) ? lr % t->nnuma : -1, &p[lr]);
+    }
+    applied = coll_model_nic_bw(m, p, L);
+    free(p);
+    return applied;
+}
+
 int collinfo_algos_main(int argc, char **argv)
 {
     ci_opts_t o;
@@ -417,6 +439,7 @@ int collinfo_algos_main(int argc, char **argv)
         return 1;
     }
     coll_model_from_params(&x.model);
+    int nic_bw = o.nhosts > 1 && ci_nic_bw(&x.model, o.nranks / o.nhosts);
     x.override = coll_param_str(COLL_P_ALGO);
     x.chunk    = coll_tune_chunk_bytes();
     if (o.csv) {
@@ -424,6 +447,10 @@ int collinfo_algos_main(int argc, char **argv)
     } else {
         coll_model_format(&x.model, model, sizeof(model));
         printf("# model: %s\n", model);
+        if (nic_bw) {
+            printf(
+                "# inter-host bandwidth from this host's NIC link speeds (COLL_INTER_BW unset)\n");
+        }
         int any_forced_only = 0;
         for (int i = 0; i < coll_algo_registry_count(); i++) {
             any_forced_only |= coll_algo_registry_get(i)->forced_only;
