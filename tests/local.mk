@@ -109,9 +109,11 @@ TESTS += tests/unit/test_reduce tests/unit/test_params tests/unit/test_log_filte
     $(MP_COLL_TESTS) $(MP_OTHER_TESTS)
 
 dist_check_SCRIPTS += tests/docs/check-getenv.sh tests/docs/check-format.sh tests/tools/test_launchers.sh \
-    tests/mp/test_multihost.sh tests/tools/test_netns.sh tests/tools/test_collinfo.sh
+    tests/mp/test_multihost.sh tests/tools/test_netns.sh tests/tools/test_collinfo.sh \
+    tests/tools/test_nic_netns.sh
 TESTS += tests/docs/check-getenv.sh tests/docs/check-format.sh tests/tools/test_launchers.sh \
-    tests/mp/test_multihost.sh tests/tools/test_netns.sh tests/tools/test_collinfo.sh
+    tests/mp/test_multihost.sh tests/tools/test_netns.sh tests/tools/test_collinfo.sh \
+    tests/tools/test_nic_netns.sh
 # Sourced by test_netns.sh and bench/algo_sweep.sh: hosts as network namespaces.
 EXTRA_DIST += tests/tools/netns_lib.sh
 # Machines as hwloc XML, for collinfo topo and the topology tests (COLL_TOPO_FILE replays them).
