@@ -17,7 +17,8 @@ COLL_LIB_SOURCES += \
 # Topology: the host model, links between devices, and its two sources (hwloc when configure
 # found it, else sysfs).
 COLL_LIB_SOURCES += src/topo/topo.h src/topo/topo.c src/topo/topo_link.c src/topo/cpuset.c \
-    src/topo/topo_sysfs.c src/topo/place.h src/topo/place.c src/topo/local.h src/topo/local.c
+    src/topo/topo_sysfs.c src/topo/place.h src/topo/place.c src/topo/local.h src/topo/local.c \
+    src/topo/nic.h src/topo/nic.c
 if HAVE_HWLOC
 COLL_LIB_SOURCES += src/topo/topo_hwloc.c
 libcoll_internal_la_LIBADD += $(HWLOC_LDFLAGS) $(HWLOC_LIBS)

@@ -19,7 +19,7 @@ TEST_UNIT_LDADD = tests/libcolltest.la libcoll-internal.la -lpthread -lm
 check_PROGRAMS += tests/unit/test_reduce tests/unit/test_params tests/unit/test_log_filter \
     tests/unit/test_sched_matrix tests/unit/test_sched_struct tests/unit/test_sched_registry \
     tests/unit/test_env tests/unit/test_win_sched tests/unit/test_topo tests/unit/test_topo_sysfs \
-    tests/unit/test_topo_ring
+    tests/unit/test_topo_ring tests/unit/test_topo_nic
 tests_unit_test_env_SOURCES = tests/unit/test_env.c
 tests_unit_test_env_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_unit_test_env_LDADD = $(TEST_UNIT_LDADD)
@@ -52,6 +52,9 @@ tests_unit_test_topo_LDADD = $(TEST_UNIT_LDADD)
 tests_unit_test_topo_ring_SOURCES = tests/unit/test_topo_ring.c
 tests_unit_test_topo_ring_CPPFLAGS = $(TEST_CPPFLAGS) -DTOPO_DIR='"$(abs_top_srcdir)/tests/topologies"'
 tests_unit_test_topo_ring_LDADD = $(TEST_UNIT_LDADD)
+tests_unit_test_topo_nic_SOURCES = tests/unit/test_topo_nic.c
+tests_unit_test_topo_nic_CPPFLAGS = $(TEST_CPPFLAGS) -DTOPO_DIR='"$(abs_top_srcdir)/tests/topologies"'
+tests_unit_test_topo_nic_LDADD = $(TEST_UNIT_LDADD)
 tests_unit_test_topo_sysfs_SOURCES = tests/unit/test_topo_sysfs.c
 tests_unit_test_topo_sysfs_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_unit_test_topo_sysfs_LDADD = $(TEST_UNIT_LDADD)
@@ -102,13 +105,15 @@ tests_mp_test_args_LDADD = $(TEST_MP_LDADD)
 TESTS += tests/unit/test_reduce tests/unit/test_params tests/unit/test_log_filter \
     tests/unit/test_sched_matrix tests/unit/test_sched_struct tests/unit/test_sched_registry \
     tests/unit/test_env tests/unit/test_win_sched tests/unit/test_topo tests/unit/test_topo_sysfs \
-    tests/unit/test_topo_ring \
+    tests/unit/test_topo_ring tests/unit/test_topo_nic \
     $(MP_COLL_TESTS) $(MP_OTHER_TESTS)
 
 dist_check_SCRIPTS += tests/docs/check-getenv.sh tests/docs/check-format.sh tests/tools/test_launchers.sh \
-    tests/mp/test_multihost.sh tests/tools/test_netns.sh tests/tools/test_collinfo.sh
+    tests/mp/test_multihost.sh tests/tools/test_netns.sh tests/tools/test_collinfo.sh \
+    tests/tools/test_nic_netns.sh
 TESTS += tests/docs/check-getenv.sh tests/docs/check-format.sh tests/tools/test_launchers.sh \
-    tests/mp/test_multihost.sh tests/tools/test_netns.sh tests/tools/test_collinfo.sh
+    tests/mp/test_multihost.sh tests/tools/test_netns.sh tests/tools/test_collinfo.sh \
+    tests/tools/test_nic_netns.sh
 # Sourced by test_netns.sh and bench/{algo,train}_sweep.sh: hosts as network namespaces.
 EXTRA_DIST += tests/tools/netns_lib.sh
 # Machines as hwloc XML, for collinfo topo and the topology tests (COLL_TOPO_FILE replays them).

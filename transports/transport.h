@@ -46,6 +46,9 @@ typedef struct coll_tp_init_args {
     double                  timeout_s; /* communicator's deadline for waits */
     /* NUMA node (os index) + 1 for the pages of this rank's shared memory; 0: leave it be */
     int mem_node1;
+    /* Interface of the NIC nearest the rank for traffic between hosts ("eth1"); NULL or "":
+     * the transport's own rule. Set only when COLL_SOCKET_IFNAME is not. */
+    const char *netif;
 } coll_tp_init_args_t;
 
 typedef void (*coll_tp_done_fn_t)(void *arg, coll_result_t status);

@@ -8,6 +8,7 @@
 #include "cuda/cuda.h"
 #include "api/tune.h"
 #include "topo/local.h"
+#include "topo/nic.h"
 #include "engine/engine.h"
 #include "error.h"
 #include "log.h"
@@ -71,6 +72,38 @@ static int comm_local_index(const coll_comm_t *comm)
 }
 
 /*
+ * The NIC nearest the rank carries its TCP traffic when COLL_SOCKET_IFNAME is unset and the
+ * ranks span several hosts (on one host TCP uses loopback); the place then records that NIC.
+ * Without a choice (fewer than two usable NICs, none near) TCP keeps its own rule.
+ */
+static void comm_pick_nic(coll_comm_t *comm, const coll_topo_t *t, int slot,
+                          coll_topo_place_t *mine)
+{
+    coll_topo_netif_t    ifs[COLL_TOPO_NETIF_MAX];
+    coll_topo_nic_pick_t pick;
+    int                  nifs, spread = 0;
+
+    for (int r = 0; r < comm->nranks; r++) {
+        spread |= comm->peers[r].host_hash != comm->peers[comm->rank].host_hash;
+    }
+    if (!spread || coll_param_str(COLL_P_SOCKET_IFNAME)[0] != '\0' ||
+        coll_topo_netifs(ifs, COLL_TOPO_NETIF_MAX, &nifs) != COLL_OK) {
+        return;
+    }
+    coll_topo_pick_nic(t, mine, slot, ifs, nifs, &pick);
+    if (pick.nic < 0) {
+        coll_info(TOPO, "rank %d: no NIC chosen by topology (%s); TCP takes the first interface",
+                  comm->rank, pick.why);
+        return;
+    }
+    mine->nic      = pick.nic;
+    mine->nic_mbps = t->nic[pick.nic].speed_mbps;
+    coll_strlcpy(comm->nic_if, t->nic[pick.nic].name, sizeof(comm->nic_if));
+    coll_info(TOPO, "rank %d uses NIC %s (%s), %s", comm->rank, comm->nic_if, ifs[pick.netif].addr,
+              pick.why);
+}
+
+/*
  * Where every rank sits: this rank's place from its host's model, then every rank's through
  * the bootstrap. Without a model only the host is known, and the rings keep rank order within
  * each host: a topology that cannot be read never fails the communicator.
@@ -98,6 +131,7 @@ static coll_result_t comm_place(coll_comm_t *comm, double deadline)
             int node = (local >= 0 ? local : comm_local_index(comm)) % t->nnuma;
             coll_topo_place_of(t, mine.host, -1, node, &mine);
         }
+        comm_pick_nic(comm, t, local >= 0 ? local : comm_local_index(comm), &mine);
         comm->topo = t;
         coll_info(TOPO, "rank %d: GPU %s, package %d, NUMA node %d, NIC %s", comm->rank,
                   gpu >= 0 ? coll_topo_busid_format(t->gpu[gpu].pci.busid, bus, sizeof(bus))
@@ -203,14 +237,15 @@ static coll_result_t comm_connect(coll_comm_t *comm, double deadline)
         st = COLL_ERR_NO_MEMORY;
         goto out;
     }
-    coll_tp_init_args_t ia = {
-        .rank      = comm->rank,
-        .nranks    = comm->nranks,
-        .comm_id   = comm->comm_id,
-        .job_tag   = coll_bootstrap_job_tag(comm->bs),
-        .peers     = comm->peers,
-        .timeout_s = comm->timeout_s,
-        .mem_node1 = 1 + coll_topo_mem_node(comm->topo, comm->places[comm->rank].numa)};
+    coll_tp_init_args_t ia = {.rank      = comm->rank,
+                              .nranks    = comm->nranks,
+                              .comm_id   = comm->comm_id,
+                              .job_tag   = coll_bootstrap_job_tag(comm->bs),
+                              .peers     = comm->peers,
+                              .timeout_s = comm->timeout_s,
+                              .mem_node1 =
+                                  1 + coll_topo_mem_node(comm->topo, comm->places[comm->rank].numa),
+                              .netif = comm->nic_if};
     for (int t = 0; t < comm->ntp; t++) {
         size_t hlen = COLL_TP_HANDLE_MAX;
         if (comm->tp[t].npeers == 0) {

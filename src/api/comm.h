@@ -37,8 +37,9 @@ struct coll_comm {
     double             timeout_s;
     coll_bootstrap_t  *bs;
     coll_peer_info_t  *peers;
-    coll_topo_place_t *places; /* by rank: where it sits (gathered at creation) */
-    const coll_topo_t *topo;   /* this host's model (shared by the process), NULL: unknown */
+    coll_topo_place_t *places;     /* by rank: where it sits (gathered at creation) */
+    const coll_topo_t *topo;       /* this host's model (shared by the process), NULL: unknown */
+    char               nic_if[32]; /* interface of the NIC chosen for TCP; "": none chosen */
     coll_comm_tp_t     tp[COLL_COMM_MAX_TP];
     int                ntp;
     coll_tp_ep_t     **eps;     /* by rank; NULL for self */

@@ -11,6 +11,7 @@
  */
 #include "api/tune.h"
 #include "api/comm.h"
+#include "topo/nic.h"
 #include "error.h"
 #include "log.h"
 #include "param.h"
@@ -41,6 +42,21 @@ void coll_model_from_params(coll_model_t *m)
     m->inter.alpha_us         = coll_param_time(COLL_P_INTER_LAT) * 1e6;
     m->inter.beta_us_per_byte = 1e6 / (double)coll_param_size(COLL_P_INTER_BW);
     m->gamma_us_per_byte      = 1e6 / (double)coll_param_size(COLL_P_REDUCE_BW);
+}
+
+int coll_model_nic_bw(coll_model_t *m, const coll_topo_place_t *places, int n)
+{
+    double bw;
+
+    if (coll_param_is_set(COLL_P_INTER_BW)) {
+        return 0;
+    }
+    bw = coll_topo_inter_bw(places, n);
+    if (bw <= 0.0) {
+        return 0;
+    }
+    m->inter.beta_us_per_byte = 1e6 / bw;
+    return 1;
 }
 
 size_t coll_tune_chunk_bytes(void)
@@ -217,6 +233,13 @@ static coll_result_t tune_model(coll_comm_t *comm, double deadline)
               !(coll_param_is_set(COLL_P_INTRA_LAT) && coll_param_is_set(COLL_P_INTRA_BW));
     want[1] = l->nhosts > 1 &&
               !(coll_param_is_set(COLL_P_INTER_LAT) && coll_param_is_set(COLL_P_INTER_BW));
+    if (want[1] && !coll_param_bool(COLL_P_TUNE_MEASURE)) {
+        /* not measured: the NICs' speeds say more than a fixed default */
+        if (coll_model_nic_bw(&comm->model, comm->places, comm->nranks)) {
+            coll_info(ALGO, "rank %d: inter-host bandwidth %.2f GB/s from the NICs' link speeds",
+                      comm->rank, 1e-3 / comm->model.inter.beta_us_per_byte);
+        }
+    }
     want[2] = comm->nranks > 1 && !coll_param_is_set(COLL_P_REDUCE_BW);
     if (!coll_param_bool(COLL_P_TUNE_MEASURE) || (!want[0] && !want[1] && !want[2])) {
         return COLL_OK;

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include "coll.h"
 #include "model.h"
+#include "topo/place.h"
 #include "topo/topo.h"
 
 /* The model the parameters describe (defaults where unset); nothing measured. */
@@ -41,6 +42,9 @@ typedef struct coll_tune_topo {
  * COLL_INTER_* and COLL_REDUCE_BW parameter that is set wins. info_p may be NULL. */
 coll_result_t coll_model_from_topo(const coll_topo_t *t, int ranks_per_host, coll_model_t *m,
                                    coll_tune_topo_t *info_p);
+/* Unless COLL_INTER_BW is set, the inter-host bandwidth of m from the link speeds of the NICs
+ * the ranks at places[0..n) use (coll_topo_inter_bw); 1 when applied, 0 when unknown. */
+int coll_model_nic_bw(coll_model_t *m, const coll_topo_place_t *places, int n);
 
 /* The pipeline chunk every call's arguments carry: COLL_CHUNK_SIZE, at least 64 bytes. */
 size_t coll_tune_chunk_bytes(void);

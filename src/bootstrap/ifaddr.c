@@ -138,6 +138,34 @@ static void sock_if_loopback_v4(coll_sockaddr_t *addr_p, char *ifname)
     coll_strlcpy(ifname, "lo", IF_NAMESIZE);
 }
 
+coll_result_t coll_sock_if_addr4(const char *name, coll_sockaddr_t *addr_p, char *ifname_p)
+{
+    struct ifaddrs  *list   = NULL, *ifa;
+    sock_if_filter_t filter = {.exact = 1, .n = 1};
+    char             ifname[IF_NAMESIZE];
+    int              found = 0;
+
+    if (getifaddrs(&list) != 0) {
+        coll_error(BOOTSTRAP, "getifaddrs() failed: %s", strerror(errno));
+        return COLL_ERR_SYSTEM;
+    }
+    coll_strlcpy(filter.names[0], name, IF_NAMESIZE);
+    for (ifa = list; ifa != NULL && !found; ifa = ifa->ifa_next) {
+        found = sock_if_accept(ifa, AF_INET, SOCK_IF_USER, &filter);
+        if (found) {
+            memset(addr_p, 0, sizeof(*addr_p));
+            addr_p->len = sizeof(struct sockaddr_in);
+            memcpy(&addr_p->ss, ifa->ifa_addr, addr_p->len);
+            coll_strlcpy(ifname, ifa->ifa_name, IF_NAMESIZE);
+        }
+    }
+    freeifaddrs(list);
+    if (found && ifname_p != NULL) {
+        coll_strlcpy(ifname_p, ifname, IF_NAMESIZE);
+    }
+    return found ? COLL_OK : COLL_ERR_UNSUPPORTED;
+}
+
 int coll_sock_ifname_match(const char *filter, const char *name)
 {
     sock_if_filter_t f;

@@ -29,6 +29,9 @@ void        coll_sock_set_port(coll_sockaddr_t *addr, int port);
  * nothing else is up). ifname_p (IF_NAMESIZE bytes) and why_p may be NULL. */
 coll_result_t coll_sock_pick_addr(int all_local, coll_sockaddr_t *addr_p, char *ifname_p,
                                   const char **why_p);
+/* The IPv4 address of interface name when it is up; COLL_ERR_UNSUPPORTED (not logged) when it
+ * has none or is down. ifname_p (IF_NAMESIZE bytes) may be NULL. */
+coll_result_t coll_sock_if_addr4(const char *name, coll_sockaddr_t *addr_p, char *ifname_p);
 /* Does name pass the filter (NCCL syntax)? Exposed for tests. */
 int coll_sock_ifname_match(const char *filter, const char *name);
 

@@ -23,6 +23,7 @@
 #include "util.h"
 
 #include <string.h>
+#include <sys/mman.h>
 
 #define CUDA_TRY(_call, _what)                                                                     \
     do {                                                                                           \
@@ -398,7 +399,10 @@ void coll_cuda_comm_destroy(coll_comm_t *comm)
     }
     coll_cuda_proxy_stop(cc);
     coll_cuda_ipc_close(cc, comm->nranks);
-    if (cc->stage != NULL) {
+    if (cc->stage != NULL && cc->stage_mapped) {
+        cudaHostUnregister(cc->stage);
+        munmap(cc->stage, cc->stage_cap);
+    } else if (cc->stage != NULL) {
         cudaFreeHost(cc->stage);
     }
     for (int i = 0; i < cc->nevents; i++) {

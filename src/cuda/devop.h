@@ -60,6 +60,7 @@ typedef struct coll_cuda_comm {
      * the callers' streams, which wait for the proxy. */
     void  *stage;
     size_t stage_cap;
+    int    stage_mapped; /* 1: mmap on the rank's NUMA node + cudaHostRegister; 0: cudaHostAlloc */
     /* the direct path (ipc.c): device windows of every rank, mapped here */
     int                ipc_tried, ipc_ok;
     size_t             win_bytes; /* per half */

@@ -14,7 +14,12 @@
 #include "log.h"
 #include "param.h"
 #include "util.h"
+#include "api/comm.h"
+#include "topo/local.h"
 
+#include <errno.h>
+#include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #define PROXY_SLICE_S 0.002
@@ -174,6 +179,43 @@ static int proxy_memops_work(coll_cuda_comm_t *cc)
     return 1;
 }
 
+/*
+ * Pinned staging of cc->stage_cap bytes whose pages sit on NUMA node node (os index; -1: where
+ * cudaHostAlloc puts them). cudaHostAlloc faults its pages in at once, where no later mbind
+ * moves them, so the region is mapped, given the node preference (coll_mem_prefer_node, as the
+ * shm segment is), touched, and only then registered. A refused preference is logged by
+ * coll_mem_prefer_node and the pages go where the kernel puts them; a failed map or
+ * registration falls back to cudaHostAlloc. 0 when cc->stage is set.
+ */
+static int proxy_stage_alloc(coll_cuda_comm_t *cc, int node, int rank)
+{
+    void *p;
+
+    if (node >= 0) {
+        p = mmap(NULL, cc->stage_cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p != MAP_FAILED) {
+            coll_mem_prefer_node(p, cc->stage_cap, node);
+            memset(p, 0, cc->stage_cap); /* fault the pages in under the preference */
+            if (cudaHostRegister(p, cc->stage_cap, cudaHostRegisterPortable) == cudaSuccess) {
+                cc->stage        = p;
+                cc->stage_mapped = 1;
+                coll_info(MEM, "rank %d: pinned staging of %zu bytes on NUMA node %d", rank,
+                          cc->stage_cap, node);
+                return 0;
+            }
+            cudaGetLastError();
+            munmap(p, cc->stage_cap);
+        }
+        coll_info(MEM, "rank %d: staging on NUMA node %d failed (%s); allocating it anywhere", rank,
+                  node, p == MAP_FAILED ? strerror(errno) : "cudaHostRegister failed");
+    }
+    if (cudaHostAlloc(&cc->stage, cc->stage_cap, cudaHostAllocPortable) != cudaSuccess) {
+        cudaGetLastError();
+        return -1;
+    }
+    return 0;
+}
+
 coll_result_t coll_cuda_proxy_start(coll_cuda_comm_t *cc, coll_comm_t *comm)
 {
     void       *host = NULL, *dev = NULL;
@@ -205,9 +247,9 @@ coll_result_t coll_cuda_proxy_start(coll_cuda_comm_t *cc, coll_comm_t *comm)
     cc->use_memops = proxy_memops_work(cc);
     /* the pinned staging and the device windows, now that none of our calls is in flight */
     cc->stage_cap = coll_param_size(COLL_P_CUDA_STAGING_SIZE);
-    if (cc->stage_cap > 0 &&
-        cudaHostAlloc(&cc->stage, cc->stage_cap, cudaHostAllocPortable) != cudaSuccess) {
-        cudaGetLastError();
+    int node =
+        (comm->places != NULL) ? coll_topo_mem_node(comm->topo, comm->places[comm->rank].numa) : -1;
+    if (cc->stage_cap > 0 && proxy_stage_alloc(cc, node, comm->rank) != 0) {
         coll_warn(COLL, "rank %d: no pinned staging of %zu bytes; staging from the heap",
                   comm->rank, cc->stage_cap);
         cc->stage     = NULL;

@@ -14,6 +14,7 @@
 #include "algo.h"
 #include "api/tune.h"
 #include "param.h"
+#include "topo/local.h"
 #include "topo/topo.h"
 
 #include <getopt.h>
@@ -59,6 +60,7 @@ typedef struct {
     int                nranks, nhosts; /* the current shape */
     coll_topo_t       *topo;           /* --topo, else NULL */
     coll_tune_topo_t   tinfo;          /* what the model read from it */
+    int                nic_bw;         /* no --topo: inter-host bandwidth from this host's NICs */
     coll_layout_t      layout;
     coll_model_t       model;
     const char        *override; /* COLL_ALGO as the library reads it */
@@ -406,6 +408,27 @@ static int ci_shapes(ci_ctx_t *x)
     return ci_shape_add(x, o->nranks, h);
 }
 
+/* Hosts like this one (its model, GPU local_rank mod the GPU count, else NUMA node local_rank
+ * mod the node count), L ranks each: the inter-host bandwidth their NICs give, when
+ * COLL_INTER_BW is unset; 1 when applied. */
+static int ci_nic_bw(coll_model_t *m, int L)
+{
+    const coll_topo_t *t;
+    coll_topo_place_t *p;
+    int                applied = 0;
+
+    if (coll_topo_host(&t) != COLL_OK || (p = calloc((size_t)L, sizeof(*p))) == NULL) {
+        return 0;
+    }
+    for (int lr = 0; lr < L; lr++) {
+        int gpu = coll_topo_pick_gpu(t, COLL_TOPO_GPU_LOCAL_RANK, 0, lr);
+        coll_topo_place_of(t, 0, gpu, (gpu < 0 && t->nnuma > 0) ? lr % t->nnuma : -1, &p[lr]);
+    }
+    applied = coll_model_nic_bw(m, p, L);
+    free(p);
+    return applied;
+}
+
 /* Makes shape i current: its layout and its model (the topology's, else the parameters'). */
 static int ci_shape_set(ci_ctx_t *x, int i)
 {
@@ -418,6 +441,7 @@ static int ci_shape_set(ci_ctx_t *x, int i)
     }
     if (x->topo == NULL) {
         coll_model_from_params(&x->model);
+        x->nic_bw = x->nhosts > 1 && ci_nic_bw(&x->model, x->nranks / x->nhosts);
     } else if (coll_model_from_topo(x->topo, x->nranks / x->nhosts, &x->model, &x->tinfo) !=
                COLL_OK) {
         fprintf(stderr, "collinfo algos: out of memory for %d ranks\n", x->nranks);
@@ -655,6 +679,9 @@ static int ci_text(ci_ctx_t *x)
     }
     coll_model_format(&x->model, model, sizeof(model));
     printf("# model: %s\n", model);
+    if (x->nic_bw) {
+        printf("# inter-host bandwidth from this host's NIC link speeds (COLL_INTER_BW unset)\n");
+    }
     for (int i = 0; i < coll_algo_registry_count(); i++) {
         any_forced_only |= coll_algo_registry_get(i)->forced_only;
     }

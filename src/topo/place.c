@@ -10,7 +10,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+_Static_assert(COLL_TOPO_MAX_NIC <= 32, "a NIC set is a 32-bit mask");
+
 void coll_topo_gpu_nics(const coll_topo_t *t, int *nic_p, coll_topo_link_t *link_p)
+{
+    coll_topo_gpu_nics_among(t, ~(uint32_t)0, nic_p, link_p);
+}
+
+void coll_topo_gpu_nics_among(const coll_topo_t *t, uint32_t among, int *nic_p,
+                              coll_topo_link_t *link_p)
 {
     int load[COLL_TOPO_MAX_NIC] = {0};
 
@@ -19,6 +27,9 @@ void coll_topo_gpu_nics(const coll_topo_t *t, int *nic_p, coll_topo_link_t *link
         coll_topo_link_t best_link = COLL_TOPO_LINK_COUNT;
         for (int n = 0; n < t->nnic; n++) {
             coll_topo_link_t l = coll_topo_gpu_nic_link(t, g, n);
+            if ((among & (1u << n)) == 0) {
+                continue;
+            }
             if (l < best_link || (l == best_link && load[n] < load[best])) {
                 best      = n;
                 best_link = l;
@@ -74,8 +85,9 @@ void coll_topo_place_of(const coll_topo_t *t, uint64_t host, int gpu, int numa,
         pkg    = (numa >= 0) ? t->numa[numa].package : -1;
         p->nic = place_nic_of_numa(t, numa);
     }
-    p->numa    = (numa >= 0) ? t->numa[numa].os_index : -1;
-    p->package = (pkg >= 0) ? t->pkg[pkg].os_index : -1;
+    p->nic_mbps = (p->nic >= 0) ? t->nic[p->nic].speed_mbps : 0;
+    p->numa     = (numa >= 0) ? t->numa[numa].os_index : -1;
+    p->package  = (pkg >= 0) ? t->pkg[pkg].os_index : -1;
 }
 
 /* ---- ring order ---- */

@@ -12,19 +12,24 @@
 
 /* Where one rank runs; gathered from every rank, so plain data of fixed size. */
 typedef struct coll_topo_place {
-    uint64_t host;    /* host key (equal on one host) */
-    int32_t  package; /* package os index; -1: unknown */
-    int32_t  numa;    /* NUMA node os index; -1: unknown */
-    uint64_t pci_sw;  /* PCIe switch of the rank's GPU, else of its NIC (coll_topo_pci_switch) */
-    uint64_t gpu;     /* bus id of the rank's GPU + 1; 0: no GPU */
-    int32_t  nic;     /* index of the rank's NIC on its host; -1: none */
-    int32_t  known;   /* 1: from the host's model; 0: only host is known */
+    uint64_t host;     /* host key (equal on one host) */
+    int32_t  package;  /* package os index; -1: unknown */
+    int32_t  numa;     /* NUMA node os index; -1: unknown */
+    uint64_t pci_sw;   /* PCIe switch of the rank's GPU, else of its NIC (coll_topo_pci_switch) */
+    uint64_t gpu;      /* bus id of the rank's GPU + 1; 0: no GPU */
+    int32_t  nic;      /* index of the rank's NIC on its host; -1: none */
+    int32_t  known;    /* 1: from the host's model; 0: only host is known */
+    int32_t  nic_mbps; /* link speed of that NIC in Mb/s; 0: unknown or none */
+    int32_t  reserved; /* 0: the record has no padding, every byte sent is set */
 } coll_topo_place_t;
 
 /* For every GPU g, the NIC closest to it in nic_p[g] (-1 without NICs) and the link in
  * link_p[g] (may be NULL): the best link first, then the NIC serving the fewest GPUs so far,
  * then the lower index, so GPUs that see several equally close NICs spread over them. */
 void coll_topo_gpu_nics(const coll_topo_t *topo, int *nic_p, coll_topo_link_t *link_p);
+/* The same among the NICs whose bit (1u << index) is set in among only. */
+void coll_topo_gpu_nics_among(const coll_topo_t *topo, uint32_t among, int *nic_p,
+                              coll_topo_link_t *link_p);
 
 /* The placement (known) of a rank of host `host` using GPU gpu (-1: none, then the rank is placed
  * by NUMA node numa, a logical index, or -1 for none). */

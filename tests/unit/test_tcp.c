@@ -601,28 +601,36 @@ static int rank_main_mismatch(const char *dir, int rank, int nranks)
     return 0;
 }
 
-/* Interface choice under COLL_SOCKET_IFNAME. */
+/* Interface choice: the topology's NIC, then COLL_SOCKET_IFNAME over it. */
 static int rank_main_ifaddr(const char *dir, int rank, int nranks)
 {
     coll_tcp_addr_t a;
     const char     *why = NULL;
     char            buf[80];
 
-    ASSERT_OK(coll_tcp_pick_addr(1, &a, &why));
+    ASSERT_OK(coll_tcp_pick_addr(1, "", &a, &why));
     ASSERT_EQ(a.sa.ss_family, AF_INET);
     ASSERT_STR_CONTAINS(coll_tcp_sa_str((struct sockaddr *)&a.sa, buf, sizeof(buf)), "127.0.0.1");
-    ASSERT_OK(coll_tcp_pick_addr(0, &a, &why));
+    ASSERT_OK(coll_tcp_pick_addr(0, "", &a, &why));
     printf("test_tcp: default interface %s (%s)\n", a.ifname, why);
+    /* the topology's NIC (lo stands in: up, with an IPv4 address) */
+    ASSERT_OK(coll_tcp_pick_addr(0, "lo", &a, &why));
+    ASSERT_TRUE(strcmp(a.ifname, "lo") == 0);
+    ASSERT_STR_CONTAINS(why, "nearest");
+    ASSERT_OK(coll_tcp_pick_addr(0, "nosuchif0", &a, &why)); /* gone: the default rule */
+    ASSERT_TRUE(strstr(why, "nearest") == NULL);
     setenv("COLL_SOCKET_IFNAME", "=lo", 1);
     coll_params_reset_for_testing();
-    ASSERT_OK(coll_tcp_pick_addr(0, &a, &why));
+    ASSERT_OK(coll_tcp_pick_addr(0, "", &a, &why));
     ASSERT_TRUE(strcmp(a.ifname, "lo") == 0);
     setenv("COLL_SOCKET_IFNAME", "=nosuchif0", 1);
     coll_params_reset_for_testing();
-    ASSERT_EQ(coll_tcp_pick_addr(0, &a, &why), COLL_ERR_INVALID_USAGE);
+    ASSERT_EQ(coll_tcp_pick_addr(0, "", &a, &why), COLL_ERR_INVALID_USAGE);
+    /* the user's choice wins over the topology's */
+    ASSERT_EQ(coll_tcp_pick_addr(0, "lo", &a, &why), COLL_ERR_INVALID_USAGE);
     setenv("COLL_SOCKET_IFNAME", "^lo,docker", 1);
     coll_params_reset_for_testing();
-    if (coll_tcp_pick_addr(0, &a, &why) == COLL_OK) {
+    if (coll_tcp_pick_addr(0, "", &a, &why) == COLL_OK) {
         ASSERT_TRUE(strcmp(a.ifname, "lo") != 0);
     }
     return 0;

@@ -72,6 +72,9 @@ static coll_result_t tcp_init(const coll_tp_init_args_t *args, coll_tp_ctx_t **c
     ctx->comm_id   = args->comm_id;
     ctx->job_tag   = args->job_tag;
     ctx->timeout_s = args->timeout_s;
+    if (args->netif != NULL) {
+        coll_strlcpy(ctx->netif, args->netif, sizeof(ctx->netif));
+    }
     COLL_CHECK_GOTO(tcp_read_params(&ctx->nsocks, &ctx->frag_size), status, err);
     status     = COLL_ERR_NO_MEMORY;
     ctx->peers = coll_malloc((size_t)args->nranks * sizeof(*ctx->peers), "tcp peer table");

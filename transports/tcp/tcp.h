@@ -45,10 +45,13 @@ typedef struct coll_tcp_addr {
  * exact names) to the UP interfaces in getifaddrs() order, IPv4 before IPv6; no match is an
  * error (COLL_ERR_INVALID_USAGE). Otherwise: if all_local (every peer runs on this host) the
  * loopback address; else the first UP non-loopback interface not named docker* (IPv4 first,
- * then global IPv6), falling back to loopback. why_p (may be NULL) receives a static string
- * explaining the choice. Logs nothing but errors; callers log the choice at INFO.
+ * then global IPv6), falling back to loopback. Before that default, when netif is not empty
+ * (the interface of the NIC the topology puts nearest the rank), the IPv4 address of netif if
+ * it is up. why_p (may be NULL) receives a static string explaining the choice. Logs nothing
+ * but errors; callers log the choice at INFO.
  */
-coll_result_t coll_tcp_pick_addr(int all_local, coll_tcp_addr_t *addr_p, const char **why_p);
+coll_result_t coll_tcp_pick_addr(int all_local, const char *netif, coll_tcp_addr_t *addr_p,
+                                 const char **why_p);
 
 /* "10.0.0.1:4242" or "[fe80::1%eth0]:4242" into buf (always terminated); returns buf. */
 const char *coll_tcp_sa_str(const struct sockaddr *sa, char *buf, size_t size);
@@ -204,8 +207,9 @@ typedef struct coll_tcp_ctx {
     coll_peer_info_t *peers; /* copy, nranks entries */
     int               nsocks;
     size_t            frag_size;
-    int               listen_fd; /* -1 once closed */
-    coll_tcp_addr_t   addr;      /* bound address, with its port */
+    int               listen_fd;          /* -1 once closed */
+    coll_tcp_addr_t   addr;               /* bound address, with its port */
+    char              netif[IF_NAMESIZE]; /* interface of the rank's nearest NIC; "": none */
     char              addr_str[80];
     int               wake_fd; /* eventfd written by wake() */
     coll_tcp_ep_t   **eps;     /* by rank; NULL if not connected */

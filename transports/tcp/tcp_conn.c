@@ -177,7 +177,7 @@ coll_result_t coll_tcp_listen(coll_tcp_ctx_t *ctx, void *handle, size_t *handle_
         coll_error(TCP, "listen called twice on one context");
         return COLL_ERR_INVALID_USAGE;
     }
-    COLL_CHECK(coll_tcp_pick_addr(tcp_all_local(ctx), &ctx->addr, &why));
+    COLL_CHECK(coll_tcp_pick_addr(tcp_all_local(ctx), ctx->netif, &ctx->addr, &why));
     fd = socket(ctx->addr.sa.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) {
         coll_error(TCP, "socket() failed: %s", strerror(errno));

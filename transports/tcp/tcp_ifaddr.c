@@ -17,10 +17,18 @@
 #include "error.h"
 #include "bootstrap/sock.h"
 
-coll_result_t coll_tcp_pick_addr(int all_local, coll_tcp_addr_t *addr_p, const char **why_p)
+coll_result_t coll_tcp_pick_addr(int all_local, const char *netif, coll_tcp_addr_t *addr_p,
+                                 const char **why_p)
 {
+    const char     *user = coll_param_str(COLL_P_SOCKET_IFNAME);
     coll_sockaddr_t a;
-    COLL_CHECK(coll_sock_pick_addr(all_local, &a, addr_p->ifname, why_p));
+
+    if (all_local || user[0] != '\0' || netif[0] == '\0' ||
+        coll_sock_if_addr4(netif, &a, addr_p->ifname) != COLL_OK) {
+        COLL_CHECK(coll_sock_pick_addr(all_local, &a, addr_p->ifname, why_p));
+    } else if (why_p != NULL) {
+        *why_p = "the NIC nearest the rank";
+    }
     memset(&addr_p->sa, 0, sizeof(addr_p->sa));
     memcpy(&addr_p->sa, &a.ss, a.len);
     addr_p->salen = a.len;
