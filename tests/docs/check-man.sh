@@ -124,9 +124,11 @@ for page in "$man"/man3/*.3; do
     have=$(sections "$page" | tr '\n' ' ' | sed 's/ $//')
     [ "$have" = "$want" ] || err "$rel: sections are '$have', expected '$want'"
     section "$page" NAME | grep -qw "$fn" || err "$rel: NAME does not mention $fn"
-    section "$page" SYNOPSIS | grep -q "[ *]$fn(" || err "$rel: no prototype of $fn in SYNOPSIS"
-    section "$page" SYNOPSIS | grep -q '#include <coll.h>' ||
-        err "$rel: SYNOPSIS lacks #include <coll.h>"
+    # an object's overview page (coll_ddp.3) has the prototypes of its functions (coll_ddp_*)
+    section "$page" SYNOPSIS | grep -q "[ *]$fn(\|[ *]${fn}_[a-z_0-9]*(" ||
+        err "$rel: no prototype of $fn in SYNOPSIS"
+    section "$page" SYNOPSIS | grep -q '#include <coll\(_train\)\{0,1\}.h>' ||
+        err "$rel: SYNOPSIS lacks #include <coll.h> (or <coll_train.h>)"
 done
 
 # ---- .in pages (man1, man7): substitute, lint, check order ----
