@@ -34,3 +34,10 @@ bench_cuda_copy_bw_SOURCES = bench/cuda_copy_bw.c
 bench_cuda_copy_bw_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS)
 bench_cuda_copy_bw_LDADD = $(CUDA_LDFLAGS) $(CUDA_LIBS)
 endif
+
+# Gradient compression: step time and wire bytes, dense against top-k and 1-bit
+# (bench/compress_bench.sh runs it on one host and on shaped network-namespace hosts).
+noinst_PROGRAMS += bench/compress_bench
+bench_compress_bench_SOURCES = bench/compress_bench.c
+bench_compress_bench_LDADD = libcoll.la
+EXTRA_DIST += bench/compress_bench.sh

@@ -63,7 +63,8 @@ void coll_compress_onebit_free(coll_compress_t *c)
 }
 
 /* Compress x[0, valid) into blk and leave the compression error in x: x -= decompressed.
- * Bit i set means x[i] < 0 (so -0 and NaN count as positive; a NaN scale still shows). */
+ * Bit i set means x[i] < 0 (so -0 and NaN count as positive; a NaN scale still shows). A chunk
+ * is a whole number of 32-bit words, so each word belongs to one chunk. */
 static void onebit_compress(const coll_compress_t *c, float *x, size_t valid, uint32_t *blk)
 {
     size_t    chunk = c->cfg.chunk, nchunks = c->shard / chunk;
@@ -82,13 +83,15 @@ static void onebit_compress(const coll_compress_t *c, float *x, size_t valid, ui
             s = (float)(sum / (double)(hi - lo));
         }
         memcpy(&blk[ch], &s, sizeof(s));
-        for (size_t i = lo; i < hi; i++) {
-            if (x[i] < 0.0f) {
-                bits[i / 32] |= 1u << (i % 32);
-                x[i] += s;
-            } else {
-                x[i] -= s;
+        for (size_t w = lo / 32; w * 32 < hi; w++) {
+            size_t   end  = w * 32 + 32 < hi ? w * 32 + 32 : hi;
+            uint32_t word = 0;
+            for (size_t i = w * 32; i < end; i++) {
+                uint32_t neg = x[i] < 0.0f;
+                word |= neg << (i % 32);
+                x[i] = neg ? x[i] + s : x[i] - s;
             }
+            bits[w] = word;
         }
     }
 }
@@ -100,11 +103,14 @@ static void onebit_decode(const coll_compress_t *c, const uint32_t *blk, size_t 
     size_t          chunk = c->cfg.chunk;
     const uint32_t *bits  = blk + c->shard / chunk;
 
-    for (size_t i = 0; i < valid; i++) {
-        float s;
-        memcpy(&s, &blk[i / chunk], sizeof(s));
-        s      = (bits[i / 32] >> (i % 32)) & 1u ? -s : s;
-        dst[i] = add ? dst[i] + s : s;
+    for (size_t lo = 0, ch = 0; lo < valid; lo += chunk, ch++) {
+        size_t hi = lo + chunk < valid ? lo + chunk : valid;
+        float  s;
+        memcpy(&s, &blk[ch], sizeof(s));
+        for (size_t i = lo; i < hi; i++) {
+            float v = (bits[i / 32] >> (i % 32)) & 1u ? -s : s;
+            dst[i]  = add ? dst[i] + v : v;
+        }
     }
 }
 
