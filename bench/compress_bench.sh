@@ -76,7 +76,7 @@ if command -v gnuplot > /dev/null 2>&1; then
                        print k, t[order[i], "dense"], t[order[i], "topk"], t[order[i], "onebit"] } }' \
         "$out/medians.csv" > "$out/plot.dat"
     gnuplot << EOG
-set terminal png size 900,500
+set terminal png size 900,500 noenhanced
 set output "$out/step_time.png"
 set title "compressed gradient averaging, 2 ranks: median step time (ms, log scale)"
 set style data histograms
