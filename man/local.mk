@@ -23,6 +23,15 @@ dist_man_MANS += \
     man/man3/coll_comm_rank.3 \
     man/man3/coll_comm_size.3 \
     man/man3/coll_comm_split.3 \
+    man/man3/coll_compress.3 \
+    man/man3/coll_compress_allreduce.3 \
+    man/man3/coll_compress_create.3 \
+    man/man3/coll_compress_destroy.3 \
+    man/man3/coll_compress_get_stats.3 \
+    man/man3/coll_compress_residual.3 \
+    man/man3/coll_compress_sent.3 \
+    man/man3/coll_compress_start.3 \
+    man/man3/coll_compress_wait.3 \
     man/man3/coll_ddp.3 \
     man/man3/coll_ddp_broadcast_params.3 \
     man/man3/coll_ddp_create.3 \

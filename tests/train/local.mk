@@ -12,3 +12,10 @@ TESTS += tests/train/test_zero
 tests_train_test_zero_SOURCES = tests/train/test_zero.c $(TRAIN_TEST_SOURCES)
 tests_train_test_zero_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_train_test_zero_LDADD = $(TEST_MP_LDADD)
+# Gradient compression: error-feedback invariants, top-k at k = count against the dense
+# all-reduce, compressed SGD on a least-squares problem, argument errors.
+check_PROGRAMS += tests/train/test_compress
+TESTS += tests/train/test_compress
+tests_train_test_compress_SOURCES = tests/train/test_compress.c
+tests_train_test_compress_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_train_test_compress_LDADD = $(TEST_MP_LDADD)
