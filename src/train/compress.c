@@ -12,27 +12,11 @@
 #include "util.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #define COMPRESS_CHUNK_DEFAULT    256
 #define COMPRESS_MOMENTUM_DEFAULT 0.9f
-
-coll_result_t coll_compress_error_at(const char *file, int line, coll_result_t st, const char *fn,
-                                     const char *fmt, ...)
-{
-    char    msg[400];
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    if (coll_log_enabled(COLL_LOG_WARN, COLL_SS_TRAIN)) {
-        coll_log_emit(COLL_LOG_WARN, COLL_SS_TRAIN, file, line, "%s: %s", fn, msg);
-    }
-    return coll_set_last_error(st, "%s: %s", fn, msg);
-}
 
 uint64_t coll_compress_gather_wire(const coll_compress_t *c, uint64_t block)
 {

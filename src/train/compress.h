@@ -8,6 +8,7 @@
 #define COLL_TRAIN_COMPRESS_H
 
 #include "coll_train.h"
+#include "train/train.h"
 
 #include <stdint.h>
 
@@ -48,11 +49,8 @@ struct coll_compress {
     coll_compress_stats_t stats;
 };
 
-/* Record "fn: message" as this thread's last error, log it at WARN/TRAIN, and return st. */
-coll_result_t coll_compress_error_at(const char *file, int line, coll_result_t st, const char *fn,
-                                     const char *fmt, ...) __attribute__((format(printf, 5, 6)));
-#define compress_error(_st, _fn, ...)                                                              \
-    coll_compress_error_at(__FILE__, __LINE__, _st, _fn, __VA_ARGS__)
+/* Errors: the training layer's one helper (train.h). */
+#define compress_error(_st, _fn, ...) coll_train_error(_st, _fn, __VA_ARGS__)
 
 /* Bytes a rank sends in the ring model: all-gather / all-to-all of `block` bytes per rank,
  * all-reduce of `bytes`. */
