@@ -7,6 +7,7 @@
  * step_ms is the median over the timed steps of the slowest rank's step (compression included).
  * It does not train anything: the gradient is the same random vector every step.
  */
+#include "bench_time.h"
 #include "coll.h"
 #include "coll_train.h"
 
@@ -88,21 +89,6 @@ static int parse(int argc, char **argv, bench_opts_t *o)
     return o->iters > 0 ? 0 : -1;
 }
 
-/* ---- timing ---- */
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* One mode at one size: returns 0 and prints a row on rank 0. */
 static int bench_one(coll_comm_t *comm, const bench_opts_t *o, const char *mode, size_t count,
                      const float *g, float *out)
@@ -130,10 +116,10 @@ static int bench_one(coll_comm_t *comm, const bench_opts_t *o, const char *mode,
         double        t0, dt;
         coll_result_t rc;
         coll_barrier(comm);
-        t0 = now_s();
+        t0 = bench_now_s();
         rc = c != NULL ? coll_compress_allreduce(c, g, out)
                        : coll_allreduce(g, out, count, COLL_FLOAT32, COLL_AVG, comm);
-        dt = now_s() - t0;
+        dt = bench_now_s() - t0;
         if (rc != COLL_OK) {
             fprintf(stderr, "compress_bench: %s step: %s\n", mode, coll_strerror(rc));
             return 1;
@@ -150,9 +136,8 @@ static int bench_one(coll_comm_t *comm, const bench_opts_t *o, const char *mode,
     } else {
         wire = dense;
     }
-    qsort(t, (size_t)iters, sizeof(double), cmp_double);
     if (rank == 0) {
-        printf("%s,%zu,%d,%.3f,%llu,%llu,%.1f\n", mode, count, n, 1e3 * t[iters / 2],
+        printf("%s,%zu,%d,%.3f,%llu,%llu,%.1f\n", mode, count, n, 1e3 * bench_median(t, iters),
                (unsigned long long)wire, (unsigned long long)dense,
                wire > 0 ? (double)dense / (double)wire : 0.0);
         fflush(stdout);

@@ -43,11 +43,11 @@ endif
 # The training layer's benchmark (DDP overlap, ZeRO bytes per rank): collrun -n 2 ./train_bench;
 # bench/train_sweep.sh runs it overlapped vs blocking in rounds, on one host and shaped hosts.
 noinst_PROGRAMS += train_bench
-train_bench_SOURCES = bench/train_bench.c
+train_bench_SOURCES = bench/train_bench.c bench/bench_time.h
 train_bench_LDADD = libcoll.la
 # Gradient compression: step time and wire bytes, dense against top-k and 1-bit
 # (bench/compress_bench.sh runs it on one host and on shaped network-namespace hosts).
 noinst_PROGRAMS += bench/compress_bench
-bench_compress_bench_SOURCES = bench/compress_bench.c
+bench_compress_bench_SOURCES = bench/compress_bench.c bench/bench_time.h
 bench_compress_bench_LDADD = libcoll.la
 EXTRA_DIST += bench/compress_bench.sh

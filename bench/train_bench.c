@@ -9,6 +9,7 @@
  * only; it does not train anything and does not compress gradients.
  * Run: collrun -n 2 ./train_bench --layers 8 --layer-mib 2 --compute-ms 25 --compute sleep
  */
+#include "bench_time.h"
 #include <coll_train.h>
 /* defines: coll_ddp_*, coll_zero_* */
 #include <errno.h>
@@ -52,31 +53,11 @@ static void usage(void)
             "  --csv FILE          rank 0 writes one row per timed DDP step to FILE\n");
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* Median of n values; sorts v. */
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof(*v), cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 /* ---- emulated backward of one layer: compute_ms of spinning or of sleeping ---- */
 
 static void compute(float *g, size_t n, double ms, int spin)
 {
-    double end = now_s() + ms * 1e-3;
+    double end = bench_now_s() + ms * 1e-3;
     float  a   = 1.0001f;
     if (!spin) {
         /* The gradient is written once (a kernel's output), then the CPU waits as it would
@@ -100,7 +81,7 @@ static void compute(float *g, size_t n, double ms, int spin)
         for (size_t i = 0; i < n && i < 65536; i++) {
             g[i] = g[i] * a + 1e-6f;
         }
-    } while (now_s() < end);
+    } while (bench_now_s() < end);
 }
 
 /* ---- DDP: timed steps of one mode ---- */
@@ -118,7 +99,7 @@ static void report_mode(const bench_opts_t *o, const char *mode, step_times_t *t
         for (int s = 0; s < o->steps; s++) {
             v[s] = ((double *)&t[s])[f];
         }
-        med[f] = median(v, o->steps);
+        med[f] = bench_median(v, o->steps);
     }
     for (int s = 0; s < o->steps; s++) {
         mean += t[s].step / o->steps;
@@ -157,7 +138,7 @@ static int run_ddp(coll_comm_t *comm, const bench_opts_t *o, int no_overlap, int
         coll_ddp_grad(ddp, l, (void **)&g[l]);
     }
     for (int s = 0; s <= o->steps; s++) { /* step 0 warms up and is left out of every figure */
-        double t0 = now_s();
+        double t0 = bench_now_s();
         for (int l = o->layers - 1; l >= 0; l--) {
             compute(g[l], n, o->compute_ms, o->compute_spin);
             coll_ddp_grad_ready(ddp, l);
@@ -166,7 +147,7 @@ static int run_ddp(coll_comm_t *comm, const bench_opts_t *o, int no_overlap, int
             fprintf(stderr, "%s\n", coll_last_error());
             return 1;
         }
-        double dt = now_s() - t0;
+        double dt = bench_now_s() - t0;
         coll_ddp_get_stats(ddp, &st);
         if (s > 0) {
             t[s - 1] = (step_times_t){dt, st.backward_s, st.comm_s, st.exposed_s, st.wait_s};
@@ -206,7 +187,7 @@ static int run_zero(coll_comm_t *comm, const bench_opts_t *o, int rank)
         for (int l = 0; l < o->layers; l++) {
             coll_zero_register(z, init, n, COLL_FLOAT32, l, NULL);
         }
-        t0 = now_s();
+        t0 = bench_now_s();
         for (int l = 0; l < o->layers; l++) { /* forward */
             coll_zero_gather_layer(z, l);
             coll_zero_release_layer(z, l);
@@ -219,7 +200,7 @@ static int run_zero(coll_comm_t *comm, const bench_opts_t *o, int rank)
             coll_zero_release_layer(z, l);
         }
         coll_zero_step(z);
-        double dt = now_s() - t0;
+        double dt = bench_now_s() - t0;
         coll_zero_get_stats(z, &st);
         if (rank == 0) {
             size_t total = st.param_bytes + st.grad_bytes + st.optim_bytes;
