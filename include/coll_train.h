@@ -25,7 +25,8 @@ extern "C" {
  *        configured wire dtype); other values are reserved for gradient compression.
  */
 typedef enum {
-    COLL_BUCKET_DENSE = 0, /* plain all-reduce (DDP) or reduce-scatter (ZeRO) */
+    COLL_BUCKET_DENSE      = 0, /* plain all-reduce (DDP) or reduce-scatter (ZeRO) */
+    COLL_BUCKET_COMPRESSED = 1, /* DDP: through a compressor, see coll_ddp_set_bucket_compress */
     COLL_BUCKET_COMM_COUNT
 } coll_bucket_comm_t;
 
@@ -364,6 +365,17 @@ COLL_API coll_result_t coll_compress_residual(const coll_compress_t *c, coll_com
  *        count elements into sent. With the residual, sent + residual = grad + old residual.
  */
 COLL_API coll_result_t coll_compress_sent(const coll_compress_t *c, float *sent);
+
+/**
+ * @brief Collective over the DDP object's ranks, between steps: from the next step on, bucket
+ *        is averaged through a compressor made with config (top-k or 1-bit, with its own
+ *        residuals), on the DDP object's communicator, instead of a dense all-reduce. config
+ *        NULL returns the bucket to dense. The bucket must hold FLOAT32 gradients sent as
+ *        FLOAT32 and the DDP object must average (sum = 0). Its wire bytes count in the DDP
+ *        statistics.
+ */
+COLL_API coll_result_t coll_ddp_set_bucket_compress(coll_ddp_t *ddp, int bucket,
+                                                    const coll_compress_config_t *config);
 
 #ifdef __cplusplus
 }

@@ -41,6 +41,7 @@ dist_man_MANS += \
     man/man3/coll_ddp_grad_ready.3 \
     man/man3/coll_ddp_register.3 \
     man/man3/coll_ddp_set_bucket_comm.3 \
+    man/man3/coll_ddp_set_bucket_compress.3 \
     man/man3/coll_ddp_set_sync.3 \
     man/man3/coll_ddp_wait.3 \
     man/man3/coll_ddp_zero_grad.3 \

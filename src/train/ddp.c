@@ -36,6 +36,7 @@ typedef struct {
     int                nready;
     int                launched;
     coll_bucket_comm_t comm_op;
+    coll_compress_t   *compress; /* COLL_BUCKET_COMPRESSED: the bucket's compressor */
     train_op_t         op;
 } ddp_bucket_t;
 
@@ -143,6 +144,11 @@ COLL_API coll_result_t coll_ddp_destroy(coll_ddp_t *ddp)
     COLL_CHECK(ddp_check(ddp, "coll_ddp_destroy"));
     if (ddp->in_step) {
         coll_ddp_wait(ddp); /* the peers expect the step's buckets */
+    }
+    for (int b = 0; b < ddp->nbuckets; b++) { /* local, and before their communicator goes */
+        if (ddp->buckets[b].compress != NULL) {
+            coll_compress_destroy(ddp->buckets[b].compress);
+        }
     }
     st = coll_train_worker_fini(&ddp->worker);
     for (int b = 0; b < ddp->nbuckets; b++) {
@@ -322,17 +328,18 @@ static coll_result_t ddp_ensure_built(coll_ddp_t *ddp, const char *fn)
 
 static void ddp_launch(coll_ddp_t *ddp, ddp_bucket_t *b)
 {
-    int wire      = b->wire != NULL;
-    b->op.kind    = TRAIN_OP_ALLREDUCE;
-    b->op.dtype   = wire ? ddp->cfg.wire_dtype : b->dtype;
-    b->op.count   = b->count;
-    b->op.redop   = ddp->cfg.sum ? COLL_SUM : COLL_AVG;
-    b->op.sendbuf = wire ? b->wire : b->flat;
-    b->op.recvbuf = wire ? b->wire : b->flat;
-    b->op.before  = ddp_bucket_before;
-    b->op.after   = ddp_bucket_after;
-    b->op.arg     = b;
-    b->launched   = 1;
+    int wire       = b->wire != NULL;
+    b->op.kind     = b->compress != NULL ? TRAIN_OP_COMPRESS : TRAIN_OP_ALLREDUCE;
+    b->op.compress = b->compress;
+    b->op.dtype    = wire ? ddp->cfg.wire_dtype : b->dtype;
+    b->op.count    = b->count;
+    b->op.redop    = ddp->cfg.sum ? COLL_SUM : COLL_AVG;
+    b->op.sendbuf  = wire ? b->wire : b->flat;
+    b->op.recvbuf  = wire ? b->wire : b->flat;
+    b->op.before   = ddp_bucket_before;
+    b->op.after    = ddp_bucket_after;
+    b->op.arg      = b;
+    b->launched    = 1;
     ddp->stats.payload_bytes += b->count * coll_dtype_size(b->op.dtype);
     coll_train_worker_submit(&ddp->worker, &b->op);
 }
@@ -525,11 +532,52 @@ COLL_API coll_result_t coll_ddp_set_bucket_comm(coll_ddp_t *ddp, int bucket,
         return coll_train_error(COLL_ERR_INVALID_ARG, fn, "bucket %d: expected 0 <= bucket < %d",
                                 bucket, ddp->nbuckets);
     }
-    if ((unsigned)comm_op >= COLL_BUCKET_COMM_COUNT) {
-        return coll_train_error(COLL_ERR_INVALID_ARG, fn, "comm_op %d: expected COLL_BUCKET_DENSE",
-                                (int)comm_op);
+    if (comm_op != COLL_BUCKET_DENSE) {
+        return coll_train_error(
+            COLL_ERR_INVALID_ARG, fn,
+            "comm_op %d: expected COLL_BUCKET_DENSE (a compressed bucket is set "
+            "with coll_ddp_set_bucket_compress)",
+            (int)comm_op);
     }
-    ddp->buckets[bucket].comm_op = comm_op;
+    return coll_ddp_set_bucket_compress(ddp, bucket, NULL);
+}
+
+COLL_API coll_result_t coll_ddp_set_bucket_compress(coll_ddp_t *ddp, int bucket,
+                                                    const coll_compress_config_t *config)
+{
+    const char   *fn = "coll_ddp_set_bucket_compress";
+    ddp_bucket_t *b;
+
+    COLL_CHECK(ddp_check(ddp, fn));
+    COLL_CHECK(ddp_ensure_built(ddp, fn));
+    if (bucket < 0 || bucket >= ddp->nbuckets) {
+        return coll_train_error(COLL_ERR_INVALID_ARG, fn, "bucket %d: expected 0 <= bucket < %d",
+                                bucket, ddp->nbuckets);
+    }
+    if (ddp->in_step) {
+        return coll_train_error(COLL_ERR_INVALID_USAGE, fn,
+                                "a step is in progress: call coll_ddp_wait() first");
+    }
+    b = &ddp->buckets[bucket];
+    if (config != NULL && (b->dtype != COLL_FLOAT32 || b->wire != NULL || ddp->cfg.sum)) {
+        return coll_train_error(COLL_ERR_INVALID_ARG, fn,
+                                "bucket %d: compression needs FLOAT32 gradients sent as FLOAT32 "
+                                "and averaging (config sum = 0); it has %s gradients sent as %s%s",
+                                bucket, coll_dtype_name(b->dtype),
+                                coll_dtype_name(b->wire != NULL ? ddp->cfg.wire_dtype : b->dtype),
+                                ddp->cfg.sum ? ", summed" : "");
+    }
+    if (b->compress != NULL) {
+        coll_compress_destroy(b->compress);
+        b->compress = NULL;
+    }
+    b->comm_op = COLL_BUCKET_DENSE;
+    if (config == NULL) {
+        return COLL_OK;
+    }
+    /* the worker is idle between steps, so the main thread may use its communicator */
+    COLL_CHECK(coll_compress_create(ddp->worker.comm, config, b->count, &b->compress));
+    b->comm_op = COLL_BUCKET_COMPRESSED;
     return COLL_OK;
 }
 

@@ -14,17 +14,26 @@
 #include <stdatomic.h>
 #include <stddef.h>
 
-typedef enum { TRAIN_OP_ALLREDUCE, TRAIN_OP_REDUCE_SCATTER, TRAIN_OP_ALLGATHER } train_op_kind_t;
+/* COMPRESS: one whole compressed all-reduce (coll_compress_allreduce of sendbuf into recvbuf),
+ * run to completion when the op starts, so its collectives stay together in the order every
+ * rank issues them. */
+typedef enum {
+    TRAIN_OP_ALLREDUCE,
+    TRAIN_OP_REDUCE_SCATTER,
+    TRAIN_OP_ALLGATHER,
+    TRAIN_OP_COMPRESS
+} train_op_kind_t;
 
 /* One collective handed to the worker. Fields up to `arg` are the caller's; the rest belong
  * to the worker until `done` is set (read under the worker's lock). */
 typedef struct train_op {
-    train_op_kind_t kind;
-    const void     *sendbuf;
-    void           *recvbuf;
-    size_t          count; /* elements: all-reduce total, reduce-scatter/all-gather per rank */
-    coll_dtype_t    dtype;
-    coll_redop_t    redop;
+    train_op_kind_t  kind;
+    const void      *sendbuf;
+    void            *recvbuf;
+    size_t           count; /* elements: all-reduce total, reduce-scatter/all-gather per rank */
+    coll_dtype_t     dtype;
+    coll_redop_t     redop;
+    coll_compress_t *compress; /* COMPRESS: the bucket's compressor (on the worker's comm) */
     void (*before)(struct train_op *op); /* on the worker, before the start (pack, convert) */
     void (*after)(struct train_op *op);  /* on the worker, after completion (unpack, free) */
     void            *arg;

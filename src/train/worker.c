@@ -62,6 +62,14 @@ static coll_result_t worker_start_op(train_worker_t *w, train_op_t *op)
     case TRAIN_OP_ALLGATHER:
         atomic_fetch_add(&w->wire_bytes, bytes * (n - 1));
         return coll_iallgather(op->sendbuf, op->recvbuf, op->count, op->dtype, w->comm, &op->req);
+    case TRAIN_OP_COMPRESS: {
+        coll_compress_stats_t cs;
+        coll_result_t         st = coll_compress_allreduce(op->compress, op->sendbuf, op->recvbuf);
+        if (st == COLL_OK && coll_compress_get_stats(op->compress, &cs) == COLL_OK) {
+            atomic_fetch_add(&w->wire_bytes, cs.wire_bytes);
+        }
+        return st;
+    }
     }
     return COLL_ERR_INTERNAL;
 }
@@ -107,7 +115,7 @@ static void *worker_main(void *arg)
             batch    = op->next;
             op->next = NULL;
             st       = worker_start_op(w, op);
-            if (st != COLL_OK) {
+            if (st != COLL_OK || op->kind == TRAIN_OP_COMPRESS) { /* failed, or already done */
                 worker_finish_op(w, op, st);
                 continue;
             }

@@ -127,6 +127,67 @@ static int topk_dense_rank(int rank, int n, coll_comm_t *comm, void *arg)
     return 0;
 }
 
+/* ---- through DDP: a compressed bucket gives what a compressor of its own gives ---- */
+
+/* Two parameters in two buckets (cap = one parameter); bucket 1 (the first parameter: buckets
+ * fill in reverse registration order) goes through a compressor. Over steps, its gradients must
+ * equal those of a standalone compressor of the same settings fed the same gradients, and the
+ * dense bucket must equal the dense average. */
+static int ddp_rank(int rank, int n, coll_comm_t *comm, void *arg)
+{
+    const coll_compress_config_t *cfg   = arg;
+    size_t                        count = 4099;
+    coll_ddp_config_t             dc    = COLL_DDP_CONFIG_INITIALIZER;
+    coll_ddp_t                   *ddp;
+    coll_compress_t              *ref_c;
+    coll_ddp_stats_t              st;
+    float   *p0 = alloc_f(count), *p1 = alloc_f(count), *g0 = alloc_f(count), *g1 = alloc_f(count);
+    float   *ref0 = alloc_f(count), *ref1 = alloc_f(count);
+    uint64_t seed = 11 + (uint64_t)rank;
+    int      i0, i1, bucket = -1;
+
+    (void)n;
+    dc.bucket_cap_bytes = count * sizeof(float);
+    ASSERT_OK(coll_ddp_create(comm, &dc, &ddp));
+    ASSERT_OK(coll_ddp_register(ddp, p0, g0, count, COLL_FLOAT32, &i0));
+    ASSERT_OK(coll_ddp_register(ddp, p1, g1, count, COLL_FLOAT32, &i1));
+    ASSERT_OK(coll_ddp_get_stats(ddp, &st));
+    ASSERT_TRUE(coll_ddp_set_bucket_compress(ddp, 2, cfg) == COLL_ERR_INVALID_ARG);
+    ASSERT_TRUE(strstr(coll_last_error(), "bucket 2") != NULL);
+    ASSERT_TRUE(coll_ddp_set_bucket_comm(ddp, 0, COLL_BUCKET_COMPRESSED) == COLL_ERR_INVALID_ARG);
+    /* the bucket of parameter i0: buckets are numbered from the last registered parameter */
+    bucket = 1;
+    ASSERT_OK(coll_ddp_set_bucket_compress(ddp, bucket, cfg));
+    ASSERT_OK(coll_compress_create(comm, cfg, count, &ref_c));
+    for (int step = 0; step < 4; step++) {
+        fill(g0, count, &seed, 0);
+        fill(g1, count, &seed, 0);
+        memcpy(ref0, g0, count * sizeof(float));
+        ASSERT_OK(coll_allreduce(g1, ref1, count, COLL_FLOAT32, COLL_AVG, comm));
+        ASSERT_OK(coll_compress_allreduce(ref_c, ref0, ref0));
+        ASSERT_OK(coll_ddp_grad_ready(ddp, i1));
+        ASSERT_OK(coll_ddp_grad_ready(ddp, i0));
+        ASSERT_OK(coll_ddp_wait(ddp));
+        ASSERT_TRUE(memcmp(g0, ref0, count * sizeof(float)) == 0);
+        ASSERT_TRUE(memcmp(g1, ref1, count * sizeof(float)) == 0);
+    }
+    ASSERT_OK(coll_ddp_get_stats(ddp, &st));
+    /* 4 steps of the dense bucket alone put 4 * 2 (n-1)/n * count * 4 bytes on the wire */
+    ASSERT_TRUE(n == 1 || st.wire_bytes < 2 * 4 * 2 * (uint64_t)(n - 1) * count * 4 / (uint64_t)n);
+    ASSERT_OK(coll_ddp_set_bucket_compress(ddp, bucket, NULL)); /* back to dense */
+    fill(g0, count, &seed, 0);
+    fill(g1, count, &seed, 0);
+    ASSERT_OK(coll_allreduce(g0, ref0, count, COLL_FLOAT32, COLL_AVG, comm));
+    ASSERT_OK(coll_ddp_grad_ready(ddp, i1));
+    ASSERT_OK(coll_ddp_grad_ready(ddp, i0));
+    ASSERT_OK(coll_ddp_wait(ddp));
+    ASSERT_TRUE(memcmp(g0, ref0, count * sizeof(float)) == 0);
+    ASSERT_OK(coll_compress_destroy(ref_c));
+    ASSERT_OK(coll_ddp_destroy(ddp));
+    free(p0), free(p1), free(g0), free(g1), free(ref0), free(ref1);
+    return 0;
+}
+
 /* ---- 1-bit: worker and server error feedback ---- */
 
 static int onebit_rank(int rank, int n, coll_comm_t *comm, void *arg)
@@ -395,6 +456,10 @@ int main(int argc, char **argv)
         run("least squares, top-k 1%", n, sgd_rank, &topk, &failed);
         run("least squares, top-k 1%, momentum correction, warm-up", n, sgd_rank, &topkm, &failed);
         run("least squares, 1-bit", n, sgd_rank, &onebit, &failed);
+    }
+    for (int n = 2; n <= 3; n++) {
+        run("DDP bucket through top-k", n, ddp_rank, &topk.cfg, &failed);
+        run("DDP bucket through 1-bit", n, ddp_rank, &onebit.cfg, &failed);
     }
     printf("%d failed\n", failed);
     return failed != 0;
