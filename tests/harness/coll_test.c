@@ -85,11 +85,15 @@ static int test_child(const coll_test_opts_t *opts, int rank, coll_test_rank_fn_
     coll_comm_t *comm = NULL;
     test_before_share = opts->before_share;
     /* Emulated hosts: COLL_TEST_RANKS_PER_HOST=k puts ranks [0,k) on one host id, [k,2k) on the
-     * next...: shared memory inside a "host", tcp between them, in one machine. */
+     * next...: shared memory inside a "host", tcp between them, in one machine.
+     * COLL_TEST_INTERLEAVE_HOSTS=h puts rank r on host r mod h instead, so a host's ranks are
+     * not consecutive and the rings must reorder them to cross each host boundary once. */
     const char *rph = getenv("COLL_TEST_RANKS_PER_HOST");
-    if (rph != NULL && atoi(rph) > 0) {
+    const char *ilv = getenv("COLL_TEST_INTERLEAVE_HOSTS");
+    if ((rph != NULL && atoi(rph) > 0) || (ilv != NULL && atoi(ilv) > 0)) {
         char host[32];
-        snprintf(host, sizeof(host), "testhost%d", rank / atoi(rph));
+        snprintf(host, sizeof(host), "testhost%d",
+                 (ilv != NULL && atoi(ilv) > 0) ? rank % atoi(ilv) : rank / atoi(rph));
         setenv("COLL_HOSTID", host, 1);
     }
     if (opts->transport != NULL) {

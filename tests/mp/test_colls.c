@@ -321,6 +321,11 @@ static int mp_algo_index(const mp_matrix_t *m, const char *name, size_t len)
     return -1;
 }
 
+/* The most host crossings any rank logged in "the ring crosses hosts N time(s)" (the communicator's
+ * INFO line), -1 before any: with interleaved emulated hosts the ring must still cross only as
+ * many times as there are hosts. */
+static int mp_ring_hosts = -1;
+
 /* Read one run's logs (COLL_DEBUG=info): the engine logs every algorithm it builds this
  * collective with, once per communicator, as "rank R: <coll> of B bytes (<dtype>): <algo>, ...".
  * Marks what ran in ran_p[algo], appends the names to what, prints warnings and errors. */
@@ -342,6 +347,11 @@ static void mp_logs_read(const mp_matrix_t *m, const char *dir, unsigned char *r
         FILE *f = fopen(path, "r");
         while (f != NULL && fgets(line, sizeof(line), f) != NULL) {
             const char *k = strstr(line, key), *name = k != NULL ? strstr(k, "): ") : NULL;
+            const char *rc = strstr(line, "the ring crosses hosts ");
+            if (rc != NULL) {
+                int c         = atoi(rc + strlen("the ring crosses hosts "));
+                mp_ring_hosts = (mp_ring_hosts < 0 || c > mp_ring_hosts) ? c : mp_ring_hosts;
+            }
             if (show_all || strstr(line, " WARN ") != NULL || strstr(line, " ERROR ") != NULL) {
                 fputs(line, stderr);
             }
@@ -408,7 +418,17 @@ static int mp_run(mp_matrix_t *m, int a, int l, int n, int keep_rph)
     int rc = coll_test_run_ranks(&o, mp_rank_main, &plan);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     fflush(stderr);
+    mp_ring_hosts = -1;
     mp_logs_read(m, dir, ran, what, sizeof(what), 0);
+    const char *ilv = getenv("COLL_TEST_INTERLEAVE_HOSTS");
+    if (ilv != NULL && atoi(ilv) > 1 && n > 1 && rc == 0) {
+        int want = atoi(ilv) < n ? atoi(ilv) : n;
+        if (mp_ring_hosts != want) {
+            fprintf(stderr, "ring over %d interleaved hosts: crosses hosts %d time(s), want %d\n",
+                    want, mp_ring_hosts, want);
+            rc = 1;
+        }
+    }
     for (int i = 1; i < m->nalgos; i++) {
         m->ran[i][l][n] |= ran[i];
     }
@@ -504,8 +524,9 @@ int main(int argc, char **argv)
     }
     /* The whole matrix (and its coverage check) unless one count, transport or an emulated
      * host size (test_multihost.sh) is asked for. */
-    int keep_rph = getenv("COLL_TEST_RANKS_PER_HOST") != NULL;
-    int full     = only_n == 0 && only_t == NULL && !keep_rph;
+    int keep_rph =
+        getenv("COLL_TEST_RANKS_PER_HOST") != NULL || getenv("COLL_TEST_INTERLEAVE_HOSTS") != NULL;
+    int full = only_n == 0 && only_t == NULL && !keep_rph;
     for (int t = 0; t < ntp && t < MP_MAX_LAYOUTS - 1; t++) {
         m.layouts[m.nlayouts++] = (mp_layout_t){.transport = tps[t], .hosts = 0};
     }

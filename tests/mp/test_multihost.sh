@@ -20,5 +20,19 @@ for t in allreduce reduce_scatter allgather broadcast reduce alltoall; do
         rm -f "$log"
     done
 done
+# Interleaved hosts (rank r on host r mod 2): the topology ring order makes the rings visit a
+# host's ranks together, a non-identity order over the real transports.
+for t in allreduce reduce_scatter allgather broadcast reduce; do
+    for n in 4 5; do
+        log=$(mktemp /tmp/collmh.XXXXXX)
+        if COLL_TEST_INTERLEAVE_HOSTS=2 COLL_TEST_TRANSPORTS=auto \
+            "$top_builddir/tests/mp/test_$t" -n "$n" >"$log" 2>&1; then
+            pass=$((pass + 1)); echo "PASS: $t, $n ranks, rank r on host r mod 2 (shm + tcp)"
+        else
+            fail=$((fail + 1)); echo "FAIL: $t, $n ranks, rank r on host r mod 2"; cat "$log"
+        fi
+        rm -f "$log"
+    done
+done
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
