@@ -293,6 +293,10 @@ coll_result_t coll_cuda_start(coll_comm_t *comm, const coll_args_t *a, const voi
         d->args.model  = &comm->model;
         d->direct      = coll_cuda_dev_algo(comm, &d->args, NULL) != NULL;
         d->args.device = d->direct;
+        if (d->direct) { /* a chunk costs a copy-engine and kernel round: fewer, larger ones */
+            size_t dc           = coll_param_size(COLL_P_CUDA_CHUNK_SIZE);
+            d->args.chunk_bytes = dc > d->args.chunk_bytes ? dc : d->args.chunk_bytes;
+        }
         d->args.layout = NULL;
         d->args.model  = NULL;
     }
