@@ -43,6 +43,16 @@ static coll_result_t layout_alloc(coll_layout_t *l, int nranks)
     return COLL_OK;
 }
 
+/* contiguous: every host's ranks are consecutive and listed in rank order. */
+static void layout_flags(coll_layout_t *l)
+{
+    l->contiguous = l->local_size > 0;
+    for (int r = 0; r < l->nranks && l->contiguous; r++) {
+        l->contiguous =
+            (l->host_of[r] == r / l->local_size && l->local_rank[r] == r % l->local_size);
+    }
+}
+
 /* From host_of and nhosts: local ranks, the per-host rank lists and the regularity flags. */
 static void layout_fill(coll_layout_t *l)
 {
@@ -68,10 +78,7 @@ static void layout_fill(coll_layout_t *l)
             l->local_size = 0;
         }
     }
-    l->contiguous = l->local_size > 0;
-    for (int r = 0; r < nranks && l->contiguous; r++) {
-        l->contiguous = (l->host_of[r] == r / l->local_size);
-    }
+    layout_flags(l);
 }
 
 coll_result_t coll_layout_init(coll_layout_t *l, int nranks, const uint64_t *host_key)
@@ -94,23 +101,56 @@ coll_result_t coll_layout_init(coll_layout_t *l, int nranks, const uint64_t *hos
     return COLL_OK;
 }
 
+/* Is order[0..n) a permutation of 0..n-1? mark: n scratch ints. */
+static int layout_is_perm(const int *order, int n, int *mark, const char *what)
+{
+    for (int i = 0; i < n; i++) {
+        mark[i] = -1;
+    }
+    for (int i = 0; i < n; i++) {
+        if (order[i] < 0 || order[i] >= n || mark[order[i]] >= 0) {
+            coll_error(ALGO, "%s order: position %d holds rank %d, not a permutation of %d ranks",
+                       what, i, order[i], n);
+            return 0;
+        }
+        mark[order[i]] = i;
+    }
+    return 1;
+}
+
 coll_result_t coll_layout_set_ring(coll_layout_t *l, const int *order)
 {
-    for (int i = 0; i < l->nranks; i++) { /* ring_pos as scratch: -1 marks unseen ranks */
-        l->ring_pos[i] = -1;
-    }
-    for (int i = 0; i < l->nranks; i++) {
-        if (order[i] < 0 || order[i] >= l->nranks || l->ring_pos[order[i]] >= 0) {
-            coll_error(ALGO, "ring order: position %d holds rank %d, not a permutation of %d ranks",
-                       i, order[i], l->nranks);
-            for (int p = 0; p < l->nranks; p++) {
-                l->ring_pos[l->ring_order[p]] = p;
-            }
-            return COLL_ERR_INVALID_ARG;
+    if (!layout_is_perm(order, l->nranks, l->ring_pos, "ring")) { /* ring_pos as scratch */
+        for (int p = 0; p < l->nranks; p++) {
+            l->ring_pos[l->ring_order[p]] = p;
         }
-        l->ring_pos[order[i]] = i;
+        return COLL_ERR_INVALID_ARG;
     }
     memcpy(l->ring_order, order, (size_t)l->nranks * sizeof(int));
+    return COLL_OK;
+}
+
+coll_result_t coll_layout_set_local(coll_layout_t *l, const int *order)
+{
+    int *seen = coll_calloc((size_t)l->nranks + 1, sizeof(int), "layout");
+
+    if (seen == NULL) {
+        return COLL_ERR_NO_MEMORY;
+    }
+    if (!layout_is_perm(order, l->nranks, seen, "local")) {
+        coll_free(seen);
+        return COLL_ERR_INVALID_ARG;
+    }
+    /* seen[h]: the ranks of host h met so far along the order */
+    memset(seen, 0, (size_t)l->nhosts * sizeof(int));
+    for (int i = 0; i < l->nranks; i++) {
+        int r = order[i], h = l->host_of[r];
+
+        l->local_rank[r]                                   = seen[h]++;
+        l->host_ranks[l->host_start[h] + l->local_rank[r]] = r;
+    }
+    coll_free(seen);
+    layout_flags(l);
     return COLL_OK;
 }
 

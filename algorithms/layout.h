@@ -13,14 +13,16 @@
 #include "coll.h"
 
 typedef struct coll_layout {
-    int    nranks;
-    int    nhosts;
-    int   *host_of;    /* by rank: host index; hosts are numbered in order of their lowest rank */
-    int   *local_rank; /* by rank: position among the ranks of its host, in rank order */
-    int   *host_start; /* by host, nhosts + 1 entries: its ranks are host_ranks[start[h]..[h+1]) */
-    int   *host_ranks; /* ranks grouped by host, ascending within a host */
-    int    local_size; /* ranks per host when every host has the same number, else 0 */
-    int    contiguous; /* every host's ranks are consecutive (rank = host * local_size + local) */
+    int  nranks;
+    int  nhosts;
+    int *host_of;    /* by rank: host index; hosts are numbered in order of their lowest rank */
+    int *local_rank; /* by rank: position among the ranks of its host, in rank order */
+    int *host_start; /* by host, nhosts + 1 entries: its ranks are host_ranks[start[h]..[h+1]) */
+    int *host_ranks; /* ranks grouped by host, within a host in rank order unless
+                        coll_layout_set_local set another */
+    int local_size;  /* ranks per host when every host has the same number, else 0 */
+    int contiguous;  /* every host's ranks are consecutive and in order
+                        (rank = host * local_size + local) */
     int    shared_window; /* one host, and the shm transport offers windows to every rank */
     size_t window_bytes;  /* with shared_window: bytes of each rank's window one call may use
                              (0 with a single rank, which needs none) */
@@ -37,6 +39,20 @@ void          coll_layout_fini(coll_layout_t *l);
 /* The rings visit the ranks in order[0..nranks): a permutation, else COLL_ERR_INVALID_ARG
  * and the order is left as it was. */
 coll_result_t coll_layout_set_ring(coll_layout_t *l, const int *order);
+/* Each host's ranks relisted in the order they appear in order[0..nranks) (a permutation, else
+ * COLL_ERR_INVALID_ARG and nothing changes): local ranks, host_ranks and contiguous follow. With
+ * a topology order (coll_topo_local_order) local rank i of every host sits at the same place,
+ * so the hierarchical algorithms' rails join like GPUs and NICs, and their intra-host phases
+ * meet the ranks socket by socket. */
+coll_result_t coll_layout_set_local(coll_layout_t *l, const int *order);
+
+/* The layout's topology order over nranks ranks (l->ring_order: hosts, then sockets, NUMA nodes
+ * and PCIe switches kept together), or NULL for rank order (no layout, or one of another size).
+ * The rings walk it, the trees are built over it and each host's ranks are listed in it. */
+static inline const int *coll_layout_order(const coll_layout_t *l, int nranks)
+{
+    return (l != NULL && l->nranks == nranks && l->ring_order != NULL) ? l->ring_order : NULL;
+}
 
 /* The rank at position local on host h (or -1 if the host has fewer ranks). */
 static inline int coll_layout_rank(const coll_layout_t *l, int h, int local)

@@ -23,9 +23,7 @@ static inline int coll_ring_mod(long long x, int n)
  */
 static inline const int *coll_ring_order(const coll_args_t *args, int nranks)
 {
-    const coll_layout_t *l = args->layout;
-
-    return (l != NULL && l->nranks == nranks && l->ring_order != NULL) ? l->ring_order : NULL;
+    return coll_layout_order(args->layout, nranks);
 }
 
 /* The rank at ring position i. */

@@ -96,8 +96,8 @@ coll_result_t coll_dbtree_allreduce_build(int rank, int nranks, const coll_args_
     x.in_place = args->in_place;
     x.in       = args->in_place ? COLL_BUF_RECV : COLL_BUF_SEND;
     x.avg      = (args->op == COLL_AVG);
-    coll_dbtree_node(rank, nranks, 0, &x.node[0]);
-    coll_dbtree_node(rank, nranks, 1, &x.node[1]);
+    coll_topo_dbtree_node(args->layout, rank, nranks, 0, &x.node[0]);
+    coll_topo_dbtree_node(args->layout, rank, nranks, 1, &x.node[1]);
     for (uint32_t c = 0; c < x.nchunks; c++) {
         for (int t = 0; t < 2; t++) {
             size_t e = (size_t)c * ce, start = (t == 0) ? 0 : half[0];

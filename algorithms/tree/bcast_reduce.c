@@ -27,7 +27,7 @@ static coll_result_t tree_setup(int rank, int nranks, const coll_args_t *args, c
     ce      = (ce == 0) ? 1 : ce;
     nchunks = args->count / ce + (args->count % ce != 0 ? 1 : 0);
     COLL_CHECK(coll_sched_tags_fit(nchunks, what));
-    coll_tree_node(rank, nranks, args->root - coll_tree_root(nranks, 0), nd);
+    coll_topo_tree_node(args->layout, rank, nranks, args->root, nd);
     *ce_p      = ce;
     *nchunks_p = (uint32_t)nchunks;
     return COLL_OK;

@@ -93,3 +93,36 @@ void coll_dbtree_node(int rank, int nranks, int tree, coll_tree_node_t *out)
 {
     coll_tree_node(rank, nranks, tree == 0 ? 0 : 1, out);
 }
+
+/* The node of rank at its place in the order, its neighbours mapped back to ranks. */
+static void tree_node_ordered(const coll_layout_t *l, int rank, int nranks, int shift,
+                              coll_tree_node_t *out)
+{
+    const int *order = coll_layout_order(l, nranks);
+
+    if (order == NULL) {
+        coll_tree_node(rank, nranks, shift, out);
+        return;
+    }
+    coll_tree_node(l->ring_pos[rank], nranks, shift, out);
+    if (out->parent >= 0) {
+        out->parent = order[out->parent];
+    }
+    for (int c = 0; c < out->nchildren; c++) {
+        out->child[c] = order[out->child[c]];
+    }
+}
+
+void coll_topo_dbtree_node(const coll_layout_t *l, int rank, int nranks, int tree,
+                           coll_tree_node_t *out)
+{
+    tree_node_ordered(l, rank, nranks, tree == 0 ? 0 : 1, out);
+}
+
+void coll_topo_tree_node(const coll_layout_t *l, int rank, int nranks, int root,
+                         coll_tree_node_t *out)
+{
+    int place = (coll_layout_order(l, nranks) != NULL) ? l->ring_pos[root] : root;
+
+    tree_node_ordered(l, rank, nranks, place - coll_tree_root(nranks, 0), out);
+}

@@ -37,6 +37,18 @@ int coll_tree_depth(int nranks);
  */
 void coll_dbtree_node(int rank, int nranks, int tree, coll_tree_node_t *out);
 
+/*
+ * The same trees built over the layout's topology order (coll_layout_order) instead of rank
+ * order: positions of the tree map to the ranks at those places of the order, so a subtree over
+ * consecutive positions stays inside one host (socket, PCIe switch) as far as its size allows
+ * and few edges cross between them. l NULL (or of another size) gives the rank-order trees.
+ * Broadcast and reduce are rooted at root's place: coll_topo_tree_node(l, r, n, root, out).
+ */
+void coll_topo_dbtree_node(const coll_layout_t *l, int rank, int nranks, int tree,
+                           coll_tree_node_t *out);
+void coll_topo_tree_node(const coll_layout_t *l, int rank, int nranks, int root,
+                         coll_tree_node_t *out);
+
 coll_result_t coll_dbtree_allreduce_build(int rank, int nranks, const coll_args_t *args,
                                           coll_sched_t *s);
 coll_result_t coll_tree_broadcast_build(int rank, int nranks, const coll_args_t *args,

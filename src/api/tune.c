@@ -154,19 +154,48 @@ static coll_result_t tune_gamma(double *gamma_p)
 }
 
 /*
+ * The local rank of host h that local rank 0 measures the intra-host link with: the first on
+ * another socket (or NUMA node) when the host's ranks span several, since the rings and trees
+ * cross that link and it is the slower one; else local rank 1. Every rank holds the same places
+ * and local order, so all agree.
+ */
+static int tune_far_local(const coll_comm_t *comm, int h)
+{
+    const coll_layout_t     *l  = &comm->layout;
+    const coll_topo_place_t *p0 = &comm->places[coll_layout_rank(l, h, 0)];
+
+    for (int i = 1, q; (q = coll_layout_rank(l, h, i)) >= 0; i++) {
+        const coll_topo_place_t *p = &comm->places[q];
+        if (p0->known && p->known &&
+            (p->package != p0->package || (p->numa >= 0 && p->numa != p0->numa))) {
+            if (comm->rank == coll_layout_rank(l, h, 0)) {
+                coll_info(ALGO,
+                          "rank %d: the intra-host link is measured between ranks %d and %d "
+                          "(package %d NUMA node %d, package %d NUMA node %d)",
+                          comm->rank, coll_layout_rank(l, h, 0), q, (int)p0->package, (int)p0->numa,
+                          (int)p->package, (int)p->numa);
+            }
+            return i;
+        }
+    }
+    return 1;
+}
+
+/*
  * This rank's part of the measurements. One pair per link, one link at a time, while every
- * other rank sleeps in the bootstrap: intra between local ranks 0 and 1 of the first host that
- * has two, then (after a bootstrap barrier) inter between the first ranks of hosts 0 and 1.
- * Pairs measured at once on several hosts, or both links at once, slowed each other wherever
- * hosts share cores (namespaces or COLL_HOSTID on one machine): four ranks spinning on two cores
- * made one pair's round trips take the scheduler's time slice, 2 ms, so choices changed from run
- * to run. Hosts are taken as alike; each link's figure comes from its one initiator.
+ * other rank sleeps in the bootstrap: intra between local rank 0 of the first host that has two
+ * and its farthest-placed local rank (tune_far_local), then (after a bootstrap barrier) inter
+ * between the first ranks of hosts 0 and 1. Pairs measured at once on several hosts, or both links
+ * at once, slowed each other wherever hosts share cores (namespaces or COLL_HOSTID on one machine):
+ * four ranks spinning on two cores made one pair's round trips take the scheduler's time slice, 2
+ * ms, so choices changed from run to run. Hosts are taken as alike; each link's figure comes from
+ * its one initiator.
  */
 static coll_result_t tune_measure(coll_comm_t *comm, const int want[3], double deadline,
                                   tune_sample_t *mine)
 {
     const coll_layout_t *l = &comm->layout;
-    int                  r = comm->rank, h = l->host_of[r], lr = l->local_rank[r], ih = -1;
+    int                  r = comm->rank, h = l->host_of[r], lr = l->local_rank[r], ih = -1, lp = 1;
     char                *buf;
     coll_result_t        st = COLL_OK;
 
@@ -181,9 +210,12 @@ static coll_result_t tune_measure(coll_comm_t *comm, const int want[3], double d
     if (buf == NULL) {
         return COLL_ERR_NO_MEMORY;
     }
-    if (want[0] && h == ih && lr <= 1) {
-        st = tune_pair(comm, coll_layout_rank(l, h, 1 - lr), lr == 0, buf, &mine->lat_us[0],
-                       &mine->beta[0]);
+    if (ih >= 0) {
+        lp = tune_far_local(comm, ih);
+    }
+    if (want[0] && h == ih && (lr == 0 || lr == lp)) {
+        st = tune_pair(comm, coll_layout_rank(l, h, lr == 0 ? lp : 0), lr == 0, buf,
+                       &mine->lat_us[0], &mine->beta[0]);
         if (lr != 0) {
             mine->lat_us[0] = mine->beta[0] = -1.0;
         }
@@ -325,8 +357,12 @@ static coll_result_t tune_ring(coll_comm_t *comm)
     for (int r = 0; r < comm->nranks; r++) {
         known |= comm->places[r].known;
     }
+    coll_topo_local_order(comm->places, comm->nranks, order);
+    st = coll_layout_set_local(l, order);
     coll_topo_ring_order(comm->places, comm->nranks, order);
-    st = coll_layout_set_ring(l, order);
+    if (st == COLL_OK) {
+        st = coll_layout_set_ring(l, order);
+    }
     coll_topo_ring_crossings(comm->places, comm->nranks, l->ring_order, &hosts, &pkgs);
     coll_info(TOPO, "rank %d: the ring crosses hosts %d time(s) and sockets %d time(s)%s",
               comm->rank, hosts, pkgs, known ? "" : " (topology unknown: rank order)");

@@ -129,7 +129,9 @@ static int ring_cmp_place(const void *a, const void *b)
     return 0;
 }
 
-void coll_topo_ring_order(const coll_topo_place_t *places, int n, int *order)
+/* Hosts in order of their lowest rank, each host's ranks by place; with alternate, odd hosts
+ * backwards (when rails are known). */
+static void topo_order(const coll_topo_place_t *places, int n, int alternate, int *order)
 {
     ring_key_t *k     = coll_calloc((size_t)n, sizeof(*k), "ring order");
     int         known = 0;
@@ -156,11 +158,21 @@ void coll_topo_ring_order(const coll_topo_place_t *places, int n, int *order)
             end++;
         }
         for (int j = i; j < end; j++) { /* odd hosts backwards, when rails are known */
-            order[j] = (h % 2 == 1 && known) ? k[i + end - 1 - j].rank : k[j].rank;
+            order[j] = (alternate && h % 2 == 1 && known) ? k[i + end - 1 - j].rank : k[j].rank;
         }
         i = end;
     }
     coll_free(k);
+}
+
+void coll_topo_ring_order(const coll_topo_place_t *places, int n, int *order)
+{
+    topo_order(places, n, 1, order);
+}
+
+void coll_topo_local_order(const coll_topo_place_t *places, int n, int *order)
+{
+    topo_order(places, n, 0, order);
 }
 
 void coll_topo_ring_crossings(const coll_topo_place_t *places, int n, const int *order,

@@ -44,6 +44,11 @@ void coll_topo_place_of(const coll_topo_t *topo, uint64_t host, int gpu, int num
  * known (no rank could read its host's model) that is rank order within each host. */
 void coll_topo_ring_order(const coll_topo_place_t *places, int n, int *order_p);
 
+/* The same order with every host's ranks forwards: local rank i of each host is the i-th by
+ * package, NUMA node, PCIe switch and GPU, so ranks with the same local rank on different hosts
+ * sit at the same place (the hierarchical algorithms' rails: the same GPU, the same NIC). */
+void coll_topo_local_order(const coll_topo_place_t *places, int n, int *order_p);
+
 /* How many consecutive pairs of the ring (the last back to the first included) differ in
  * host, and within one host in package. */
 void coll_topo_ring_crossings(const coll_topo_place_t *places, int n, const int *order,

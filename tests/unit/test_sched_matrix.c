@@ -131,11 +131,12 @@ static void sweep_shape(const tcase_t *shape, int quick)
     }
 }
 
-/* Host layouts a composed algorithm is tried on: blocks of consecutive ranks and ranks dealt
- * round-robin, in 2 hosts and (when they divide) 4; for a window algorithm one shared host;
- * for the ring one host whose ring visits the ranks out of rank order (a different
- * permutation for every n, none of them the identity when n > 1); empty for a flat algorithm
- * (NULL layout). */
+/* Host layouts a composed algorithm is tried on: blocks of consecutive ranks, ranks dealt
+ * round-robin, and round-robin with each host's ranks listed backwards (local rank 0 is the
+ * host's highest rank, as a topology order may list them), in 2 hosts and (when they divide)
+ * 4; for a window algorithm one shared host; for the ring and the trees one host whose order
+ * visits the ranks out of rank order (a different permutation for every n, none of them the
+ * identity when n > 1); empty for a flat algorithm (NULL layout). */
 static int sweep_layouts(const coll_algo_t *a, int n, coll_layout_t *ls, int max)
 {
     int k = 0;
@@ -144,7 +145,7 @@ static int sweep_layouts(const coll_algo_t *a, int n, coll_layout_t *ls, int max
         window_layout(&ls[k++], n);
         return k;
     }
-    if (strcmp(a->name, "ring") == 0) {
+    if (strcmp(a->name, "ring") == 0 || strcmp(a->name, "tree") == 0) {
         int      order[MAX_RANKS];
         uint64_t state = 12345u + (uint64_t)n;
 
@@ -167,8 +168,9 @@ static int sweep_layouts(const coll_algo_t *a, int n, coll_layout_t *ls, int max
     if (strcmp(a->name, "hier") != 0) {
         return 0;
     }
-    for (int h = 2; h <= 4 && k + 2 <= max; h *= 2) {
+    for (int h = 2; h <= 4 && k + 3 <= max; h *= 2) {
         uint64_t keys[MAX_RANKS];
+        int      order[MAX_RANKS];
         if (n % h != 0 || n / h < 2) {
             continue;
         }
@@ -177,6 +179,11 @@ static int sweep_layouts(const coll_algo_t *a, int n, coll_layout_t *ls, int max
             keys[r] = (uint64_t)(r % h);
         }
         ASSERT_OK(coll_layout_init(&ls[k++], n, keys));
+        for (int i = 0; i < n; i++) {
+            order[i] = n - 1 - i;
+        }
+        ASSERT_OK(coll_layout_init(&ls[k], n, keys));
+        ASSERT_OK(coll_layout_set_local(&ls[k++], order));
     }
     return k;
 }
@@ -184,9 +191,9 @@ static int sweep_layouts(const coll_algo_t *a, int n, coll_layout_t *ls, int max
 static void sweep_coll(const coll_algo_t *a, coll_op_t coll, int quick)
 {
     for (size_t ni = 0; ni < COLL_ARRAY_SIZE(rank_counts); ni++) {
-        coll_layout_t layouts[4];
+        coll_layout_t layouts[6];
         int           n    = rank_counts[ni];
-        int           nl   = sweep_layouts(a, n, layouts, 4);
+        int           nl   = sweep_layouts(a, n, layouts, 6);
         int           flat = nl == 0 && strcmp(a->name, "hier") != 0; /* NULL layout */
 
         for (int li = 0; li < (flat ? 1 : nl); li++) {

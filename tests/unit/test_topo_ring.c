@@ -4,7 +4,10 @@
  * collectives send only to the next rank of the layout's ring order, so on emulated hosts with
  * interleaved ranks the ring crosses each host boundary exactly twice, and on the 2-socket
  * machine (tests/topologies) it crosses the socket link exactly twice; the double binary trees
- * have logarithmic depth and, over consecutive ranks per host, few edges between hosts.
+ * have logarithmic depth and, over consecutive ranks per host, few edges between hosts; the
+ * tree schedules, built over the same order, have exactly as few host-crossing edges with
+ * interleaved ranks as with consecutive ones, and cross the 2-socket machine's socket link at
+ * most twice per tree.
  */
 #include "config.h"
 #include "algo.h"
@@ -50,7 +53,52 @@ static void sched_next(const coll_layout_t *l, coll_op_t coll, int *next)
     }
 }
 
-/* The layout of n ranks placed at p[] (host keys from the places), with their ring order. */
+/* adj[r * n + q] = 1 where algorithm algo's schedule for coll on rank r sends to q. */
+static void sched_edges(const coll_layout_t *l, const char *algo, coll_op_t coll, int root,
+                        unsigned char *adj)
+{
+    int                n = l->nranks;
+    const coll_algo_t *a = coll_algo_registry_find(algo);
+
+    ASSERT_TRUE(a != NULL);
+    memset(adj, 0, (size_t)n * (size_t)n);
+    for (int r = 0; r < n; r++) {
+        coll_args_t  args = {.coll        = coll,
+                             .count       = 3 * (size_t)n + 1,
+                             .dtype       = COLL_FLOAT32,
+                             .op          = COLL_SUM,
+                             .root        = root,
+                             .chunk_bytes = 64,
+                             .layout      = l};
+        coll_sched_t s;
+
+        coll_sched_init(&s, r, n, args.dtype, args.op);
+        ASSERT_OK(a->build(r, n, &args, &s));
+        ASSERT_OK(coll_sched_finalize(&s));
+        for (uint32_t i = 0; i < s.nsteps; i++) {
+            if (s.steps[i].kind == COLL_STEP_SEND) {
+                adj[r * n + s.steps[i].peer] = 1;
+            }
+        }
+        coll_sched_destroy(&s);
+    }
+}
+
+/* Pairs of ranks that exchange data in the schedule and sit in different groups. */
+static int cut_edges(const unsigned char *adj, int n, const int *group)
+{
+    int cut = 0;
+
+    for (int r = 0; r < n; r++) {
+        for (int q = r + 1; q < n; q++) {
+            cut += (adj[r * n + q] || adj[q * n + r]) && group[r] != group[q];
+        }
+    }
+    return cut;
+}
+
+/* The layout of n ranks placed at p[] (host keys from the places), with their local and ring
+ * orders, as a communicator builds it. */
 static void ring_layout(const coll_topo_place_t *p, int n, coll_layout_t *l)
 {
     uint64_t keys[MAXN];
@@ -60,6 +108,8 @@ static void ring_layout(const coll_topo_place_t *p, int n, coll_layout_t *l)
         keys[r] = p[r].host;
     }
     ASSERT_OK(coll_layout_init(l, n, keys));
+    coll_topo_local_order(p, n, order);
+    ASSERT_OK(coll_layout_set_local(l, order));
     coll_topo_ring_order(p, n, order);
     ASSERT_OK(coll_layout_set_ring(l, order));
 }
@@ -144,12 +194,30 @@ static void test_two_sockets(void)
         }
         ASSERT_EQ(sockets, 2);
     }
+    {
+        unsigned char adj[64];
+        int           pkg[8];
+
+        for (int r = 0; r < 8; r++) {
+            pkg[r] = p[r].package;
+        }
+        sched_edges(&l, "tree", COLL_OP_BROADCAST, 0, adj); /* one tree */
+        ASSERT_TRUE(cut_edges(adj, 8, pkg) <= 2);
+        sched_edges(&l, "tree", COLL_OP_ALLREDUCE, -1, adj); /* both trees */
+        ASSERT_TRUE(cut_edges(adj, 8, pkg) <= 4);
+    }
     coll_layout_fini(&l);
     for (int r = 0; r < 16; r++) {
         coll_topo_place_of(t, (uint64_t)(r % 2), (r / 2 * 3) % 8, -1, &p[r]);
     }
     check_hosts(p, 16, 2);
     ring_layout(p, 16, &l);
+    for (int i = 0; i < 8; i++) { /* rails: local rank i of both hosts on the same GPU */
+        int a = coll_layout_rank(&l, 0, i), b = coll_layout_rank(&l, 1, i);
+        ASSERT_TRUE(a >= 0 && b >= 0 && p[a].host != p[b].host);
+        ASSERT_TRUE(p[a].gpu == p[b].gpu && p[a].nic == p[b].nic);
+        ASSERT_TRUE(i == 0 || p[a].package >= p[coll_layout_rank(&l, 0, i - 1)].package);
+    }
     sched_next(&l, COLL_OP_ALLREDUCE, next);
     for (int r = 0, sockets = 0; r < 16; r++) {
         sockets += p[r].host == p[next[r]].host && p[r].package != p[next[r]].package;
@@ -205,6 +273,66 @@ static int check_dbtree(int n, int per)
     return cross;
 }
 
+/* The tree collectives (double binary tree allreduce, tree broadcast and reduce at two roots)
+ * on hosts of interleaved ranks (rank r on host r mod h), ordered by the topology, against the
+ * same trees over hosts of consecutive ranks: the same number of edges between hosts, and
+ * fewer than the trees over rank order would have. */
+static void test_topo_trees(void)
+{
+    static unsigned char adj[MAXN * MAXN];
+    static const struct {
+        coll_op_t coll;
+        int       root;
+    } colls[] = {{COLL_OP_ALLREDUCE, -1},
+                 {COLL_OP_BROADCAST, 0},
+                 {COLL_OP_BROADCAST, 5},
+                 {COLL_OP_REDUCE, 0},
+                 {COLL_OP_REDUCE, 5}};
+
+    for (int h = 2; h <= 4; h++) {
+        for (int n = 2 * h; n <= 40; n += 3) {
+            coll_topo_place_t p[MAXN];
+            coll_layout_t     topo, blocks, flat;
+            uint64_t          keys[MAXN];
+            int               host[MAXN], bhost[MAXN];
+
+            for (int r = 0; r < n; r++) {
+                p[r] = (coll_topo_place_t){
+                    .host = (uint64_t)(r % h), .package = -1, .numa = -1, .nic = -1};
+                host[r] = r % h;
+            }
+            ring_layout(p, n, &topo);
+            for (int i = 0; i < n; i++) { /* place i of the order, as consecutive ranks */
+                bhost[i] = host[topo.ring_order[i]];
+                keys[i]  = (uint64_t)bhost[i];
+            }
+            ASSERT_OK(coll_layout_init(&blocks, n, keys));
+            for (int r = 0; r < n; r++) {
+                keys[r] = (uint64_t)host[r];
+            }
+            ASSERT_OK(coll_layout_init(&flat, n, keys)); /* interleaved, rank order */
+            for (size_t c = 0; c < sizeof(colls) / sizeof(colls[0]); c++) {
+                int root  = (colls[c].root < 0) ? -1 : colls[c].root % n, cut_topo, cut_flat;
+                int broot = (root < 0) ? -1 : topo.ring_pos[root];
+
+                sched_edges(&topo, "tree", colls[c].coll, root, adj);
+                cut_topo = cut_edges(adj, n, host);
+                sched_edges(&blocks, "tree", colls[c].coll, broot, adj);
+                ASSERT_EQ(cut_topo, cut_edges(adj, n, bhost));
+                sched_edges(&flat, "tree", colls[c].coll, root, adj);
+                cut_flat = cut_edges(adj, n, host);
+                ASSERT_TRUE(cut_topo <= cut_flat);
+                if (n >= 4 * h) {
+                    ASSERT_TRUE(cut_topo < cut_flat);
+                }
+            }
+            coll_layout_fini(&topo);
+            coll_layout_fini(&blocks);
+            coll_layout_fini(&flat);
+        }
+    }
+}
+
 static void test_trees(void)
 {
     for (int n = 1; n <= 1024; n++) {
@@ -224,6 +352,7 @@ int main(void)
     test_two_sockets();
 #endif
     test_trees();
+    test_topo_trees();
     printf("test_topo_ring: ok\n");
     return 0;
 }
