@@ -7,6 +7,7 @@
  * the library's model (src/topo) directly, so what it prints is what a communicator uses.
  */
 #include "collinfo.h"
+#include "algo.h"
 #include "topo/place.h"
 #include "topo/topo.h"
 #include "param.h"
@@ -15,6 +16,7 @@
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
+#include "tree/tree.h"
 
 typedef struct {
     const char *topo;  /* --topo FILE */
@@ -27,7 +29,7 @@ void collinfo_topo_usage(FILE *out)
     fprintf(out,
             "  topo [options]    this host's topology: packages, NUMA nodes, distances, the\n"
             "                    GPU/NIC link matrix (like nvidia-smi topo -m), nearest NICs,\n"
-            "                    the PCI tree and the ring order over the GPUs\n"
+            "                    the PCI tree, and the ring order and trees over the GPUs\n"
             "      --topo FILE        read an hwloc XML file instead (as COLL_TOPO_FILE)\n"
             "      --sysfs ROOT       read sysfs below ROOT, as libcoll does without hwloc\n"
             "      --xml FILE         write the topology as hwloc XML to FILE (- = stdout)\n");
@@ -353,6 +355,69 @@ static void ct_print_ring(const coll_topo_t *t)
     printf("\n# it crosses between packages %d time(s)\n", pkgs);
 }
 
+/* ---- the trees libcoll builds over that ring's order ---- */
+
+static void ct_dev_name(const coll_topo_t *t, int r, char *buf, size_t len)
+{
+    if (t->ngpu > 0) {
+        snprintf(buf, len, "GPU%d", r);
+    } else {
+        snprintf(buf, len, "N%d", t->numa[r].os_index);
+    }
+}
+
+/* Rank r and its subtree, one rank a line, indented by depth. */
+static void ct_print_subtree(const coll_topo_t *t, const coll_layout_t *l, int tree, int r,
+                             int depth)
+{
+    coll_tree_node_t nd;
+    char             name[16];
+
+    ct_dev_name(t, r, name, sizeof(name));
+    printf("#   %*s%s\n", 2 * depth, "", name);
+    coll_topo_dbtree_node(l, r, l->nranks, tree, &nd);
+    for (int c = 0; c < nd.nchildren; c++) {
+        ct_print_subtree(t, l, tree, nd.child[c], depth + 1);
+    }
+}
+
+static void ct_print_trees(const coll_topo_t *t)
+{
+    int               n = (t->ngpu > 0) ? t->ngpu : t->nnuma, order[COLL_TOPO_MAX_NUMA];
+    coll_topo_place_t places[COLL_TOPO_MAX_NUMA] = {{0}};
+    uint64_t          keys[COLL_TOPO_MAX_NUMA]   = {0};
+    coll_layout_t     l;
+
+    if (n < 2 || coll_layout_init(&l, n, keys) != COLL_OK) {
+        return;
+    }
+    for (int r = 0; r < n; r++) {
+        coll_topo_place_of(t, 1, t->ngpu > 0 ? r : -1, t->ngpu > 0 ? -1 : r, &places[r]);
+    }
+    coll_topo_ring_order(places, n, order);
+    if (coll_layout_set_ring(&l, order) != COLL_OK) {
+        coll_layout_fini(&l);
+        return;
+    }
+    printf("\n# double binary tree over the ring's order, depth %d\n"
+           "# (all-reduce; broadcast and reduce use tree 0 turned to their root)\n",
+           coll_tree_depth(n));
+    for (int tree = 0; tree < 2; tree++) {
+        int pkgs = 0, root = -1;
+
+        for (int r = 0; r < n; r++) {
+            coll_tree_node_t nd;
+
+            coll_topo_dbtree_node(&l, r, n, tree, &nd);
+            root = (nd.parent < 0) ? r : root;
+            pkgs += nd.parent >= 0 && places[r].package != places[nd.parent].package;
+        }
+        printf("# tree %d: %d edge(s) between packages\n", tree, pkgs);
+        ct_print_subtree(t, &l, tree, root, 0);
+    }
+    coll_layout_fini(&l);
+}
+
 static int ct_failed(coll_result_t st)
 {
     const char *why = coll_last_error();
@@ -394,6 +459,7 @@ int collinfo_topo_main(int argc, char **argv)
     ct_print_devices(t);
     ct_print_tree(t);
     ct_print_ring(t);
+    ct_print_trees(t);
     coll_topo_free(t);
     return 0;
 }

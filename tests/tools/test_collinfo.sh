@@ -297,6 +297,11 @@ else
     check "2-socket fixture: each GPU's nearest NIC shares its switch" nearest_ok "$tmp/fix" 2
     check "2-socket fixture: the ring crosses between packages twice" \
         grep -q '^# it crosses between packages 2 time(s)$' "$tmp/fix"
+    check "2-socket fixture: each tree has 2 edges between packages" \
+        test "$(grep -c '^# tree [01]: 2 edge(s) between packages$' "$tmp/fix")" = 2
+    check "2-socket fixture: the trees have depth 3 and 8 GPUs each" \
+        test "$(grep -c '^#   *GPU[0-7]$' "$tmp/fix")/$(grep -c '^# double binary tree .*depth 3$' \
+            "$tmp/fix")/$(grep -c '^#         GPU' "$tmp/fix")" = "16/1/8"
     "$COLLINFO" topo --topo "$topo_dir/synthetic_dgx.xml" >"$tmp/dgx"
     check "DGX-like fixture: NVLink between every pair of GPUs" nvlinks_ok "$tmp/dgx"
     check "DGX-like fixture: one NIC per GPU, under its switch" nearest_ok "$tmp/dgx" 1
