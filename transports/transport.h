@@ -39,10 +39,10 @@ typedef struct coll_peer_info {
 } coll_peer_info_t;
 
 typedef struct coll_tp_init_args {
-    int                     rank; /* this process' rank in the communicator */
-    int                     nranks;
-    uint64_t                comm_id;   /* unique per communicator: names shm segments */
-    uint64_t                job_tag;   /* carried by every wire header, checked on receipt */
+    int      rank; /* this process' rank in the communicator */
+    int      nranks;
+    uint64_t comm_id; /* unique per communicator: names shm segments */
+    uint64_t job_tag; /* carried by every wire header, checked on receipt */
     /* From the job secret and comm_id: network transports authenticate every connection with
      * it (src/core/auth.h). */
     coll_auth_key_t         auth_key;

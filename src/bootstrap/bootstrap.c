@@ -169,8 +169,8 @@ coll_result_t coll_bootstrap_connect(const coll_unique_id_t *id, int rank, int n
     bs->nranks  = nranks;
     bs->job_tag = coll_boot_job_tag(secret);
     memcpy(bs->secret, secret, sizeof(bs->secret));
-    bs->seed    = coll_hash_bytes(secret, 16, 0x73656564ull);
-    st          = coll_sock_connect(&addr, deadline, &bs->fd);
+    bs->seed = coll_hash_bytes(secret, 16, 0x73656564ull);
+    st       = coll_sock_connect(&addr, deadline, &bs->fd);
     if (st != COLL_OK) {
         coll_set_last_error(st, "rank %d cannot reach the bootstrap root at %s", rank,
                             coll_sock_str(&addr, abuf, sizeof(abuf)));

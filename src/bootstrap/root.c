@@ -25,19 +25,19 @@
 #define ROOT_HELLO_TIMEOUT 10.0 /* a connection must say hello within this */
 
 typedef struct root_conn {
-    int             fd;
-    int             rank; /* -1 until HELLO accepted */
-    int             said_bye;
-    double          opened;
-    coll_sockaddr_t from;
+    int               fd;
+    int               rank; /* -1 until HELLO accepted */
+    int               said_bye;
+    double            opened;
+    coll_sockaddr_t   from;
     int               authed; /* the response proved the job secret */
     coll_auth_state_t auth;
     uint8_t           auth_buf[COLL_AUTH_RESPONSE_LEN];
     size_t            auth_got;
     coll_boot_hdr_t   hdr;
     size_t            hdr_got;
-    char           *payload;
-    size_t          pay_got;
+    char             *payload;
+    size_t            pay_got;
 } root_conn_t;
 
 struct coll_boot_root {
@@ -506,9 +506,9 @@ coll_result_t coll_boot_root_start(const coll_sockaddr_t *bind_addr,
     if (r == NULL) {
         return COLL_ERR_NO_MEMORY;
     }
-    r->nranks        = -1;
-    r->job_tag       = coll_boot_job_tag(secret);
-    r->nonce         = nonce;
+    r->nranks  = -1;
+    r->job_tag = coll_boot_job_tag(secret);
+    r->nonce   = nonce;
     coll_auth_derive(secret, "bootstrap", nonce, &r->key);
     r->join_deadline = coll_time_s() + coll_param_time(COLL_P_BOOTSTRAP_TIMEOUT);
     COLL_CHECK_GOTO(coll_sock_listen(&addr, 1024, &r->listen_fd), st, err_free);

@@ -24,8 +24,8 @@ static uint32_t get32(const uint8_t *p)
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-void coll_auth_derive(const uint8_t secret[COLL_AUTH_SECRET_LEN], const char *purpose,
-                      uint64_t ctx, coll_auth_key_t *key)
+void coll_auth_derive(const uint8_t secret[COLL_AUTH_SECRET_LEN], const char *purpose, uint64_t ctx,
+                      coll_auth_key_t *key)
 {
     static const char  label[] = "coll-auth-key";
     coll_hmac_sha256_t m;
@@ -67,9 +67,8 @@ coll_result_t coll_auth_challenge(coll_auth_state_t *st, uint8_t out[COLL_AUTH_C
 }
 
 coll_result_t coll_auth_respond(const coll_auth_key_t *key, coll_auth_state_t *st,
-                                const uint8_t challenge[COLL_AUTH_CHALLENGE_LEN],
-                                const void *bound, size_t bound_len,
-                                uint8_t out[COLL_AUTH_RESPONSE_LEN])
+                                const uint8_t challenge[COLL_AUTH_CHALLENGE_LEN], const void *bound,
+                                size_t bound_len, uint8_t out[COLL_AUTH_RESPONSE_LEN])
 {
     if (get32(challenge) != AUTH_MAGIC_CHALLENGE || get32(challenge + 4) != 0) {
         return COLL_ERR_TRANSPORT;

@@ -41,16 +41,15 @@ typedef struct {
 } coll_auth_state_t;
 
 /* key = HMAC(secret, "coll-auth-key" | purpose | ctx as 8 little-endian bytes). */
-void coll_auth_derive(const uint8_t secret[COLL_AUTH_SECRET_LEN], const char *purpose,
-                      uint64_t ctx, coll_auth_key_t *key);
+void coll_auth_derive(const uint8_t secret[COLL_AUTH_SECRET_LEN], const char *purpose, uint64_t ctx,
+                      coll_auth_key_t *key);
 
 /* Acceptor: a fresh challenge. */
 coll_result_t coll_auth_challenge(coll_auth_state_t *st, uint8_t out[COLL_AUTH_CHALLENGE_LEN]);
 /* Connector: answer a challenge (COLL_ERR_TRANSPORT when it is not one). */
 coll_result_t coll_auth_respond(const coll_auth_key_t *key, coll_auth_state_t *st,
-                                const uint8_t challenge[COLL_AUTH_CHALLENGE_LEN],
-                                const void *bound, size_t bound_len,
-                                uint8_t out[COLL_AUTH_RESPONSE_LEN]);
+                                const uint8_t challenge[COLL_AUTH_CHALLENGE_LEN], const void *bound,
+                                size_t bound_len, uint8_t out[COLL_AUTH_RESPONSE_LEN]);
 /* Acceptor: COLL_OK when the response proves the key; then out is the proof to send.
  * COLL_ERR_INVALID_ARG: not a response at all; COLL_ERR_TRANSPORT: made with another key, or
  * for another challenge, or over other bound bytes. */

@@ -243,20 +243,20 @@ typedef struct {
  * closed without a proof. Then the flag lets lower ranks connect to this one. */
 static void *stray_main(void *p)
 {
-    stray_arg_t     *a = p;
-    coll_auth_key_t  right, wrong;
+    stray_arg_t      *a = p;
+    coll_auth_key_t   right, wrong;
     coll_auth_state_t as;
-    uint8_t          ch[COLL_AUTH_CHALLENGE_LEN], ch2[COLL_AUTH_CHALLENGE_LEN];
-    uint8_t          msg[COLL_TCP_OUT_LEN];
-    coll_tcp_hello_t h = {.magic     = COLL_TCP_HELLO_MAGIC,
-                          .version   = COLL_TCP_VERSION,
-                          .job_tag   = 0xabcdef,
-                          .from_rank = 0,
-                          .to_rank   = (uint32_t)a->t->rank,
-                          .comm_id   = 0x1234,
-                          .nsocks    = 1,
-                          .frag_size = 4096};
-    int              fd, fd2;
+    uint8_t           ch[COLL_AUTH_CHALLENGE_LEN], ch2[COLL_AUTH_CHALLENGE_LEN];
+    uint8_t           msg[COLL_TCP_OUT_LEN];
+    coll_tcp_hello_t  h = {.magic     = COLL_TCP_HELLO_MAGIC,
+                           .version   = COLL_TCP_VERSION,
+                           .job_tag   = 0xabcdef,
+                           .from_rank = 0,
+                           .to_rank   = (uint32_t)a->t->rank,
+                           .comm_id   = 0x1234,
+                           .nsocks    = 1,
+                           .frag_size = 4096};
+    int               fd, fd2;
 
     coll_auth_derive(job_secret, "transport", 0x1234, &right);
     coll_auth_derive((const uint8_t *)"another-secret!", "transport", 0x1234, &wrong);

@@ -4,8 +4,8 @@
  * rank of every pair opens nsocks sockets to the higher rank's listener. The acceptor sends an
  * authentication challenge; the connector answers with a response proving the job secret and
  * a hello; the acceptor checks the response (before parsing anything else) and the hello, and
- * answers with its own proof and an ack, which the connector checks in turn. One poll() loop serves both roles until
- * the deadline; strays and garbage are logged and dropped. No data is moved here.
+ * answers with its own proof and an ack, which the connector checks in turn. One poll() loop serves
+ * both roles until the deadline; strays and garbage are logged and dropped. No data is moved here.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE 1 /* accept4() */
@@ -27,25 +27,31 @@
 #define TCP_STRAY_SLACK 16 /* unidentified accepted sockets kept besides the expected ones */
 #define TCP_POLL_MAX_MS 100
 
-enum { TCP_OUT_IDLE, TCP_OUT_CONNECTING, TCP_OUT_CHALLENGE, TCP_OUT_HELLO, TCP_OUT_ACK,
-       TCP_OUT_DONE };
+enum {
+    TCP_OUT_IDLE,
+    TCP_OUT_CONNECTING,
+    TCP_OUT_CHALLENGE,
+    TCP_OUT_HELLO,
+    TCP_OUT_ACK,
+    TCP_OUT_DONE
+};
 enum { TCP_IN_FREE, TCP_IN_HELLO, TCP_IN_ACK };
 
 /* One socket being set up, on either side. */
 typedef struct tcp_conn {
-    int     fd;
-    int     out; /* 1: this rank connects; 0: this rank accepted it */
-    int     state;
-    int     pos;    /* index into peers[] (connector) or -1 until the hello names it */
-    int     index;  /* socket index */
+    int               fd;
+    int               out; /* 1: this rank connects; 0: this rank accepted it */
+    int               state;
+    int               pos;    /* index into peers[] (connector) or -1 until the hello names it */
+    int               index;  /* socket index */
     size_t            nbytes; /* of the current setup message moved so far */
     uint8_t           buf[COLL_TCP_OUT_LEN];
     coll_auth_state_t auth;
-    double  retry_at;
-    double  backoff;
-    double  since; /* acceptor: when accepted, to evict the oldest stray first */
-    int     last_errno;
-    char    raddr[64];
+    double            retry_at;
+    double            backoff;
+    double            since; /* acceptor: when accepted, to evict the oldest stray first */
+    int               last_errno;
+    char              raddr[64];
 } tcp_conn_t;
 
 /* State of one connect_all() call. */
@@ -518,9 +524,9 @@ static void tcp_in_hello(tcp_cstate_t *cs, tcp_conn_t *c)
     int32_t          status = 0;
     uint8_t          proof[COLL_AUTH_PROOF_LEN];
 
-    coll_result_t    ast    = coll_auth_check_response(&ctx->auth_key, &c->auth, c->buf,
-                                                           c->buf + COLL_AUTH_RESPONSE_LEN,
-                                                           COLL_TCP_HELLO_LEN, proof);
+    coll_result_t ast =
+        coll_auth_check_response(&ctx->auth_key, &c->auth, c->buf, c->buf + COLL_AUTH_RESPONSE_LEN,
+                                 COLL_TCP_HELLO_LEN, proof);
 
     if (ast != COLL_OK) {
         coll_warn(TCP, "rejected connection from %s: authentication failed: %s", c->raddr,
