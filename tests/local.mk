@@ -19,7 +19,10 @@ TEST_UNIT_LDADD = tests/libcolltest.la libcoll-internal.la -lpthread -lm
 check_PROGRAMS += tests/unit/test_reduce tests/unit/test_params tests/unit/test_log_filter \
     tests/unit/test_sched_matrix tests/unit/test_sched_struct tests/unit/test_sched_registry \
     tests/unit/test_env tests/unit/test_win_sched tests/unit/test_topo tests/unit/test_topo_sysfs \
-    tests/unit/test_topo_ring tests/unit/test_topo_nic
+    tests/unit/test_topo_ring tests/unit/test_topo_nic tests/unit/test_auth
+tests_unit_test_auth_SOURCES = tests/unit/test_auth.c
+tests_unit_test_auth_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_unit_test_auth_LDADD = $(TEST_UNIT_LDADD)
 tests_unit_test_env_SOURCES = tests/unit/test_env.c
 tests_unit_test_env_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_unit_test_env_LDADD = $(TEST_UNIT_LDADD)
@@ -94,7 +97,7 @@ tests_mp_test_split_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_mp_test_split_LDADD = $(TEST_MP_LDADD)
 tests_mp_test_failures_SOURCES = tests/mp/test_failures.c
 tests_mp_test_failures_CPPFLAGS = $(TEST_CPPFLAGS)
-tests_mp_test_failures_LDADD = $(TEST_MP_LDADD) -lpthread
+tests_mp_test_failures_LDADD = $(TEST_UNIT_LDADD)
 tests_mp_test_window_SOURCES = tests/mp/test_window.c
 tests_mp_test_window_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_mp_test_window_LDADD = $(TEST_MP_LDADD)
@@ -105,7 +108,7 @@ tests_mp_test_args_LDADD = $(TEST_MP_LDADD)
 TESTS += tests/unit/test_reduce tests/unit/test_params tests/unit/test_log_filter \
     tests/unit/test_sched_matrix tests/unit/test_sched_struct tests/unit/test_sched_registry \
     tests/unit/test_env tests/unit/test_win_sched tests/unit/test_topo tests/unit/test_topo_sysfs \
-    tests/unit/test_topo_ring tests/unit/test_topo_nic \
+    tests/unit/test_topo_ring tests/unit/test_topo_nic tests/unit/test_auth \
     $(MP_COLL_TESTS) $(MP_OTHER_TESTS)
 
 dist_check_SCRIPTS += tests/docs/check-getenv.sh tests/docs/check-format.sh tests/tools/test_launchers.sh \

@@ -21,6 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "coll.h"
+#include "auth.h"
 
 #define COLL_TRANSPORT_ABI   2   /* bump on any incompatible change of this header */
 #define COLL_TP_HANDLE_MAX   256 /* bytes of a listen handle exchanged through bootstrap */
@@ -38,10 +39,13 @@ typedef struct coll_peer_info {
 } coll_peer_info_t;
 
 typedef struct coll_tp_init_args {
-    int                     rank; /* this process' rank in the communicator */
-    int                     nranks;
-    uint64_t                comm_id;   /* unique per communicator: names shm segments */
-    uint64_t                job_tag;   /* carried by every wire header, checked on receipt */
+    int      rank; /* this process' rank in the communicator */
+    int      nranks;
+    uint64_t comm_id; /* unique per communicator: names shm segments */
+    uint64_t job_tag; /* carried by every wire header, checked on receipt */
+    /* From the job secret and comm_id: network transports authenticate every connection with
+     * it (src/core/auth.h). */
+    coll_auth_key_t         auth_key;
     const coll_peer_info_t *peers;     /* nranks entries, peers[rank] is self */
     double                  timeout_s; /* communicator's deadline for waits */
     /* NUMA node (os index) + 1 for the pages of this rank's shared memory; 0: leave it be */

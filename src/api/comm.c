@@ -246,6 +246,7 @@ static coll_result_t comm_connect(coll_comm_t *comm, double deadline)
                               .mem_node1 =
                                   1 + coll_topo_mem_node(comm->topo, comm->places[comm->rank].numa),
                               .netif = comm->nic_if};
+    coll_bootstrap_auth_key(comm->bs, "transport", comm->comm_id, &ia.auth_key);
     for (int t = 0; t < comm->ntp; t++) {
         size_t hlen = COLL_TP_HANDLE_MAX;
         if (comm->tp[t].npeers == 0) {

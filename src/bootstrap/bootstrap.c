@@ -4,6 +4,7 @@
  * for notices (another rank aborted or died, the join failed). The first failure is kept and
  * returned by every later call, so all layers above see one consistent cause.
  */
+#include "auth.h"
 #include "bootstrap.h"
 #include "error.h"
 #include "log.h"
@@ -24,6 +25,7 @@ struct coll_bootstrap {
     uint64_t      job_tag;
     uint64_t      nonce;
     uint64_t      seed;
+    uint8_t       secret[16];
     uint32_t      round;
     coll_result_t failed;
     char          fail_msg[256];
@@ -106,6 +108,49 @@ static coll_result_t boot_recv(coll_bootstrap_t *bs, coll_boot_hdr_t *h, void *b
     return COLL_OK;
 }
 
+/* Answer the root's challenge and check its proof: both sides hold the job secret. */
+static coll_result_t boot_authenticate(coll_bootstrap_t *bs, const coll_sockaddr_t *addr,
+                                       double deadline)
+{
+    coll_auth_key_t   key;
+    coll_auth_state_t as;
+    uint8_t           challenge[COLL_AUTH_CHALLENGE_LEN], response[COLL_AUTH_RESPONSE_LEN];
+    uint8_t           proof[COLL_AUTH_PROOF_LEN];
+    char              abuf[80];
+    coll_result_t     st;
+
+    coll_auth_derive(bs->secret, "bootstrap", bs->nonce, &key);
+    st = coll_sock_recv_all(bs->fd, challenge, sizeof(challenge), deadline);
+    if (st == COLL_OK) {
+        st = coll_auth_respond(&key, &as, challenge, NULL, 0, response);
+        if (st != COLL_OK) {
+            return coll_set_last_error(st,
+                                       "rank %d: %s is not a libcoll bootstrap root of this "
+                                       "version (no authentication challenge)",
+                                       bs->rank, coll_sock_str(addr, abuf, sizeof(abuf)));
+        }
+        st = coll_sock_send_all(bs->fd, response, sizeof(response), deadline);
+    }
+    if (st == COLL_OK) {
+        st = coll_sock_recv_all(bs->fd, proof, sizeof(proof), deadline);
+    }
+    if (st != COLL_OK) {
+        return coll_set_last_error(st == COLL_ERR_TIMEOUT ? st : COLL_ERR_TRANSPORT,
+                                   "rank %d: authentication with the bootstrap root at %s failed "
+                                   "(%s): the root rejected this rank's job secret, or is "
+                                   "another job's",
+                                   bs->rank, coll_sock_str(addr, abuf, sizeof(abuf)),
+                                   st == COLL_ERR_TIMEOUT ? "timed out" : "connection closed");
+    }
+    if (coll_auth_check_proof(&key, &as, proof, NULL, 0) != COLL_OK) {
+        return coll_set_last_error(COLL_ERR_TRANSPORT,
+                                   "rank %d: the bootstrap root at %s failed authentication: it "
+                                   "does not hold this job's secret",
+                                   bs->rank, coll_sock_str(addr, abuf, sizeof(abuf)));
+    }
+    return COLL_OK;
+}
+
 coll_result_t coll_bootstrap_connect(const coll_unique_id_t *id, int rank, int nranks,
                                      double deadline, coll_bootstrap_t **bs_p)
 {
@@ -123,13 +168,15 @@ coll_result_t coll_bootstrap_connect(const coll_unique_id_t *id, int rank, int n
     bs->rank    = rank;
     bs->nranks  = nranks;
     bs->job_tag = coll_boot_job_tag(secret);
-    bs->seed    = coll_hash_bytes(secret, 16, 0x73656564ull);
-    st          = coll_sock_connect(&addr, deadline, &bs->fd);
+    memcpy(bs->secret, secret, sizeof(bs->secret));
+    bs->seed = coll_hash_bytes(secret, 16, 0x73656564ull);
+    st       = coll_sock_connect(&addr, deadline, &bs->fd);
     if (st != COLL_OK) {
         coll_set_last_error(st, "rank %d cannot reach the bootstrap root at %s", rank,
                             coll_sock_str(&addr, abuf, sizeof(abuf)));
         goto err;
     }
+    COLL_CHECK_GOTO(boot_authenticate(bs, &addr, deadline), st, err);
     coll_boot_hello_t hello = {.nranks = nranks, .rank = rank, .comm_nonce = bs->nonce};
     COLL_CHECK_GOTO(boot_send(bs, COLL_BOOT_HELLO, 0, &hello, sizeof(hello), deadline), st, err);
     do {
@@ -153,6 +200,7 @@ err:
     if (bs->fd >= 0) {
         close(bs->fd);
     }
+    memset(bs->secret, 0, sizeof(bs->secret));
     coll_free(bs);
     return st;
 }
@@ -259,4 +307,10 @@ uint64_t coll_bootstrap_job_tag(const coll_bootstrap_t *bs)
 uint64_t coll_bootstrap_seed(const coll_bootstrap_t *bs)
 {
     return bs->seed;
+}
+
+void coll_bootstrap_auth_key(const coll_bootstrap_t *bs, const char *purpose, uint64_t ctx,
+                             coll_auth_key_t *key)
+{
+    coll_auth_derive(bs->secret, purpose, ctx, key);
 }

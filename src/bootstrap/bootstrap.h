@@ -4,13 +4,15 @@
  * rank joins over TCP. It serves small all-gathers and barriers during communicator creation
  * and stays connected for the communicator's life as the control plane: it tells every rank
  * when another rank aborted or disconnected without finishing (died), and makes destroy
- * collective. Ranks are discovered from the environment by env.c.
+ * collective. Every connection to the root is authenticated with the job secret (auth.h) before
+ * its first header is read. Ranks are discovered from the environment by env.c.
  */
 #ifndef COLL_BOOTSTRAP_H
 #define COLL_BOOTSTRAP_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include "auth.h"
 #include "coll.h"
 #include "sock.h"
 
@@ -46,6 +48,11 @@ int      coll_bootstrap_fd(const coll_bootstrap_t *bs);
 uint64_t coll_bootstrap_job_tag(const coll_bootstrap_t *bs);
 /* Secret-derived 64-bit value, equal on all ranks (seed for comm ids of splits). */
 uint64_t coll_bootstrap_seed(const coll_bootstrap_t *bs);
+
+/* The key that authenticates connections of purpose ("transport") in context ctx (the
+ * communicator id), derived from the job secret. */
+void coll_bootstrap_auth_key(const coll_bootstrap_t *bs, const char *purpose, uint64_t ctx,
+                             coll_auth_key_t *key);
 
 /* root.c internals used by bootstrap.c */
 void coll_boot_root_join(uint64_t nonce);

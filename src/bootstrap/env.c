@@ -219,6 +219,11 @@ coll_result_t coll_env_discover(coll_env_job_t *job)
     if (st != COLL_OK) {
         return st;
     }
+    const char *hex = coll_param_str(COLL_P_JOB_SECRET);
+    if (strcmp(job->launcher, "collrun") != 0 && strcmp(job->launcher, "none") != 0 &&
+        hex != NULL && hex[0] != '\0') {
+        COLL_CHECK(env_secret_from_hex(hex, job->secret)); /* a real secret, given by the user */
+    }
     if (job->nranks < 1 || job->rank < 0 || job->rank >= job->nranks) {
         return coll_set_last_error(COLL_ERR_INVALID_ARG,
                                    "%s gave rank %d of %d ranks: expected 0 <= rank < nranks",

@@ -5,6 +5,7 @@
  * the job), runs gather rounds, relays ABORT, turns a member's disconnect before BYE into a
  * DEATH notice for everyone else, enforces the join deadline, and ends after every BYE.
  */
+#include "auth.h"
 #include "bootstrap.h"
 #include "error.h"
 #include "log.h"
@@ -24,15 +25,19 @@
 #define ROOT_HELLO_TIMEOUT 10.0 /* a connection must say hello within this */
 
 typedef struct root_conn {
-    int             fd;
-    int             rank; /* -1 until HELLO accepted */
-    int             said_bye;
-    double          opened;
-    coll_sockaddr_t from;
-    coll_boot_hdr_t hdr;
-    size_t          hdr_got;
-    char           *payload;
-    size_t          pay_got;
+    int               fd;
+    int               rank; /* -1 until HELLO accepted */
+    int               said_bye;
+    double            opened;
+    coll_sockaddr_t   from;
+    int               authed; /* the response proved the job secret */
+    coll_auth_state_t auth;
+    uint8_t           auth_buf[COLL_AUTH_RESPONSE_LEN];
+    size_t            auth_got;
+    coll_boot_hdr_t   hdr;
+    size_t            hdr_got;
+    char             *payload;
+    size_t            pay_got;
 } root_conn_t;
 
 struct coll_boot_root {
@@ -40,6 +45,7 @@ struct coll_boot_root {
     int               wake[2];
     uint64_t          job_tag;
     uint64_t          nonce;
+    coll_auth_key_t   key;
     int               nranks; /* from the first accepted hello */
     root_conn_t     **conns;
     int               nconns;
@@ -226,10 +232,50 @@ static void root_lost(coll_boot_root_t *r, root_conn_t *c, const char *cause)
     root_count_finished(r);
 }
 
+/* Before anything else a connection must answer the challenge with the job secret; nothing it
+ * sends is parsed until then. Returns 1 when authenticated, 0 for more bytes, -1 to drop. */
+static int root_auth(coll_boot_root_t *r, root_conn_t *c)
+{
+    uint8_t proof[COLL_AUTH_PROOF_LEN];
+    char    addr[80];
+    ssize_t n = recv(c->fd, c->auth_buf + c->auth_got, sizeof(c->auth_buf) - c->auth_got, 0);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+        if (c->auth_got > 0 || n < 0) {
+            coll_warn(BOOTSTRAP, "root: connection from %s closed during authentication",
+                      coll_sock_str(&c->from, addr, sizeof(addr)));
+        }
+        return -1;
+    }
+    c->auth_got += n > 0 ? (size_t)n : 0;
+    if (c->auth_got < sizeof(c->auth_buf)) {
+        return 0;
+    }
+    coll_result_t st = coll_auth_check_response(&r->key, &c->auth, c->auth_buf, NULL, 0, proof);
+    if (st != COLL_OK) {
+        coll_warn(BOOTSTRAP, "root: rejected connection from %s: authentication failed: %s",
+                  coll_sock_str(&c->from, addr, sizeof(addr)),
+                  st == COLL_ERR_INVALID_ARG
+                      ? "not an authentication response (not libcoll, or another version)"
+                      : "the peer does not hold this job's secret (another job, or a replay)");
+        return -1;
+    }
+    if (coll_sock_send_all(c->fd, proof, sizeof(proof), coll_time_s() + 2.0) != COLL_OK) {
+        return -1;
+    }
+    c->authed = 1;
+    return 1;
+}
+
 /* Read what is available; returns -1 when the connection must be dropped. */
 static int root_read(coll_boot_root_t *r, root_conn_t *c)
 {
     char why[200], addr[80];
+    while (!c->authed) {
+        int a = root_auth(r, c);
+        if (a <= 0) {
+            return a;
+        }
+    }
     for (;;) {
         void *dst =
             c->hdr_got < sizeof(c->hdr) ? (char *)&c->hdr + c->hdr_got : c->payload + c->pay_got;
@@ -306,6 +352,15 @@ static void root_accept(coll_boot_root_t *r)
             return;
         }
         coll_sock_nonblock(fd);
+        uint8_t challenge[COLL_AUTH_CHALLENGE_LEN];
+        /* a fresh socket's send buffer is empty: the whole challenge goes at once or never */
+        if (coll_auth_challenge(&c->auth, challenge) != COLL_OK ||
+            send(fd, challenge, sizeof(challenge), MSG_NOSIGNAL) != (ssize_t)sizeof(challenge)) {
+            coll_free(c);
+            close(fd);
+            r->conns = grown;
+            continue;
+        }
         c->fd                 = fd;
         c->rank               = -1;
         c->opened             = coll_time_s();
@@ -322,8 +377,9 @@ static void root_expire(coll_boot_root_t *r)
     for (int i = r->nconns - 1; i >= 0; i--) {
         root_conn_t *c = r->conns[i];
         if (c->rank < 0 && now - c->opened > ROOT_HELLO_TIMEOUT) {
-            coll_warn(BOOTSTRAP, "root: connection from %s sent no hello in %.0f s: closed",
-                      coll_sock_str(&c->from, addr, sizeof(addr)), ROOT_HELLO_TIMEOUT);
+            coll_warn(BOOTSTRAP, "root: connection from %s sent no %s in %.0f s: closed",
+                      coll_sock_str(&c->from, addr, sizeof(addr)),
+                      c->authed ? "hello" : "authentication", ROOT_HELLO_TIMEOUT);
             root_drop(r, i);
         }
     }
@@ -450,9 +506,10 @@ coll_result_t coll_boot_root_start(const coll_sockaddr_t *bind_addr,
     if (r == NULL) {
         return COLL_ERR_NO_MEMORY;
     }
-    r->nranks        = -1;
-    r->job_tag       = coll_boot_job_tag(secret);
-    r->nonce         = nonce;
+    r->nranks  = -1;
+    r->job_tag = coll_boot_job_tag(secret);
+    r->nonce   = nonce;
+    coll_auth_derive(secret, "bootstrap", nonce, &r->key);
     r->join_deadline = coll_time_s() + coll_param_time(COLL_P_BOOTSTRAP_TIMEOUT);
     COLL_CHECK_GOTO(coll_sock_listen(&addr, 1024, &r->listen_fd), st, err_free);
     if (pipe2(r->wake, O_CLOEXEC) != 0) {

@@ -5,10 +5,12 @@
  * rather than messages) makes every survivor fail with an error naming it, quickly;
  * coll_comm_abort from another thread unblocks a wait at once and the other ranks learn who
  * aborted; a silent rank turns into COLL_ERR_TIMEOUT naming it (also while waited on through a
- * window); garbage and silent connections to the bootstrap port are rejected while the job
- * still forms and works.
+ * window); garbage, silent connections and a client that knows the job's wire format and tag
+ * but not its secret are rejected by the bootstrap root (no proof, nothing parsed) while the
+ * job still forms and works.
  */
 #include "coll_test.h"
+#include "auth.h"
 #include "bootstrap/wire.h"
 
 #include <arpa/inet.h>
@@ -126,7 +128,7 @@ static void garbage_client(const coll_unique_id_t *id)
     memcpy(&u, id->internal, sizeof(u));
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = u.port};
     memcpy(&a.sin_addr, u.addr, 4);
-    for (int k = 0; k < 3; k++) {
+    for (int k = 0; k < 4; k++) {
         int fd = socket(AF_INET, SOCK_STREAM, 0);
         if (connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0) {
             perror("garbage connect");
@@ -141,8 +143,28 @@ static void garbage_client(const coll_unique_id_t *id)
             ssize_t         w = write(fd, &h, sizeof(h));
             (void)w;
         }
+        if (k == 3) { /* answers the challenge, but with another secret */
+            uint8_t           ch[COLL_AUTH_CHALLENGE_LEN], resp[COLL_AUTH_RESPONSE_LEN], b[64];
+            coll_auth_key_t   key;
+            coll_auth_state_t as;
+            struct timeval    tv = {.tv_sec = 20};
+            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+            coll_auth_derive((const uint8_t *)"not-the-secret!", "bootstrap", u.nonce, &key);
+            if (recv(fd, ch, sizeof(ch), MSG_WAITALL) != (ssize_t)sizeof(ch) ||
+                coll_auth_respond(&key, &as, ch, NULL, 0, resp) != COLL_OK ||
+                write(fd, resp, sizeof(resp)) != (ssize_t)sizeof(resp)) {
+                fprintf(stderr, "rogue client: no challenge from the bootstrap root\n");
+                exit(7);
+            }
+            ssize_t n = recv(fd, b, sizeof(b), 0);
+            if (n != 0) {
+                fprintf(stderr, "rogue client: the root answered %zd bytes instead of closing\n",
+                        n);
+                exit(7);
+            }
+        }
         /* k == 2: connects and stays silent (left open) */
-        if (k < 2) {
+        if (k != 2) {
             close(fd);
         }
     }

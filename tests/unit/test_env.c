@@ -95,6 +95,15 @@ int main(void)
     setenv("RANK", "0", 1);
     ASSERT_OK(discover(&job2));
     ASSERT_TRUE(memcmp(job.secret, job2.secret, 16) == 0);
+    /* a user-given COLL_JOB_SECRET replaces the derived one */
+    setenv("COLL_JOB_SECRET", "ffeeddccbbaa99887766554433221100", 1);
+    ASSERT_OK(discover(&job2));
+    ASSERT_EQ(job2.secret[0], 0xff);
+    ASSERT_EQ(job2.secret[15], 0x00);
+    ASSERT_TRUE(memcmp(job.secret, job2.secret, 16) != 0);
+    setenv("COLL_JOB_SECRET", "ffee", 1);
+    ASSERT_EQ(discover(&job2), COLL_ERR_INVALID_ARG);
+    unsetenv("COLL_JOB_SECRET");
     setenv("COLL_ROOT_ADDR", "127.0.0.1:4444", 1); /* explicit address wins */
     ASSERT_OK(discover(&job));
     ASSERT_EQ(coll_sock_port(&job.root_addr), 4444);

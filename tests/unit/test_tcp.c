@@ -3,7 +3,8 @@
  * TCP transport test: forks 2..4 ranks that exchange listen handles through files in a mkdtemp()
  * directory (no bootstrap), connect, and move messages of many shapes (empty, odd, multi-frame,
  * unexpected, reduced on arrival, out of tag order) with 1, 2 and 4 sockets per peer. Also:
- * stray clients during setup, a corrupt frame, mismatched COLL_TCP_NSOCKS, setup timeouts, a
+ * stray clients during setup (garbage, silence, a wrong job secret, a replayed response), a
+ * corrupt frame, mismatched COLL_TCP_NSOCKS, setup timeouts, a
  * peer killed mid-frame, block/wake, interface choice. Expected log lines are checked in a file.
  */
 #include "tcp/tcp.h"
@@ -42,8 +43,11 @@ typedef struct trank {
     coll_tp_ctx_t *ctx;
     coll_tp_ep_t  *eps[MAXR];
     size_t         frag;
-    int            stray_fds[3];
+    int            stray_fds[2];
+    pthread_t      stray_thread;
 } trank_t;
+
+static const uint8_t job_secret[16] = "test-job-secret";
 
 static void on_done(void *arg, coll_result_t st)
 {
@@ -189,29 +193,108 @@ static int connect_to(const void *handle)
     return fd;
 }
 
-/* Stray clients on this rank's own listener: garbage, silence, and a hello of another job. */
-static void make_strays(trank_t *t, const void *handle)
+static void write_flag(const char *dir, int rank)
 {
-    uint8_t          junk[COLL_TCP_HELLO_LEN];
-    coll_tcp_hello_t h = {.magic     = COLL_TCP_HELLO_MAGIC,
-                          .version   = COLL_TCP_VERSION,
-                          .job_tag   = 0xdead,
-                          .from_rank = 0,
-                          .to_rank   = (uint32_t)t->rank,
-                          .comm_id   = 0x1234,
-                          .nsocks    = 1,
-                          .frag_size = 4096};
-    memset(junk, 0xab, sizeof(junk));
-    t->stray_fds[0] = connect_to(handle);
-    ASSERT_EQ(write(t->stray_fds[0], junk, sizeof(junk)), (ssize_t)sizeof(junk));
-    t->stray_fds[1] = connect_to(handle); /* sends nothing */
-    t->stray_fds[2] = connect_to(handle);
-    coll_tcp_hello_pack(&h, junk);
-    ASSERT_EQ(write(t->stray_fds[2], junk, sizeof(junk)), (ssize_t)sizeof(junk));
+    char path[512];
+    snprintf(path, sizeof(path), "%s/s%d", dir, rank);
+    FILE *f = fopen(path, "w");
+    ASSERT_TRUE(f != NULL);
+    ASSERT_EQ(fclose(f), 0);
 }
 
-static coll_result_t rank_setup(trank_t *t, const char *dir, int rank, int nranks, int strays)
+static void wait_flag(const char *dir, int rank)
 {
+    char   path[512];
+    double end = coll_time_s() + WAIT_MAX;
+    snprintf(path, sizeof(path), "%s/s%d", dir, rank);
+    while (access(path, F_OK) != 0) {
+        ASSERT_(coll_time_s() < end, "rank %d never finished its strays", rank);
+        usleep(1000); /* polling a file written by another process */
+    }
+}
+
+/* Read the acceptor's challenge (blocking, bounded by SO_RCVTIMEO). */
+static void read_challenge(int fd, uint8_t ch[COLL_AUTH_CHALLENGE_LEN])
+{
+    struct timeval tv = {.tv_sec = (time_t)WAIT_MAX};
+    ASSERT_EQ(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)), 0);
+    ASSERT_EQ(recv(fd, ch, COLL_AUTH_CHALLENGE_LEN, MSG_WAITALL), COLL_AUTH_CHALLENGE_LEN);
+}
+
+/* The acceptor must close fd without sending a proof (or anything else) after the challenge. */
+static void expect_rejected(int fd, const char *what)
+{
+    uint8_t b[64];
+    ssize_t n = recv(fd, b, sizeof(b), 0);
+    ASSERT_(n == 0 || (n < 0 && errno == ECONNRESET), "%s: the acceptor answered %zd bytes", what,
+            n);
+    close(fd);
+}
+
+typedef struct {
+    trank_t    *t;
+    const void *handle;
+    const char *dir;
+} stray_arg_t;
+
+/* Stray clients on a rank's own listener while it sets up: one that sends garbage, one that stays
+ * silent, one that knows the job tag and the hello format but not the secret, one that replays a
+ * valid response made for another connection's challenge. The first, third and fourth must be
+ * closed without a proof. Then the flag lets lower ranks connect to this one. */
+static void *stray_main(void *p)
+{
+    stray_arg_t      *a = p;
+    coll_auth_key_t   right, wrong;
+    coll_auth_state_t as;
+    uint8_t           ch[COLL_AUTH_CHALLENGE_LEN], ch2[COLL_AUTH_CHALLENGE_LEN];
+    uint8_t           msg[COLL_TCP_OUT_LEN];
+    coll_tcp_hello_t  h = {.magic     = COLL_TCP_HELLO_MAGIC,
+                           .version   = COLL_TCP_VERSION,
+                           .job_tag   = 0xabcdef,
+                           .from_rank = 0,
+                           .to_rank   = (uint32_t)a->t->rank,
+                           .comm_id   = 0x1234,
+                           .nsocks    = 1,
+                           .frag_size = 4096};
+    int               fd, fd2;
+
+    coll_auth_derive(job_secret, "transport", 0x1234, &right);
+    coll_auth_derive((const uint8_t *)"another-secret!", "transport", 0x1234, &wrong);
+    memset(msg, 0xab, sizeof(msg));
+    a->t->stray_fds[0] = connect_to(a->handle);
+    ASSERT_EQ(write(a->t->stray_fds[0], msg, sizeof(msg)), (ssize_t)sizeof(msg));
+    a->t->stray_fds[1] = connect_to(a->handle); /* sends nothing */
+
+    fd = connect_to(a->handle);
+    read_challenge(fd, ch);
+    coll_tcp_hello_pack(&h, msg + COLL_AUTH_RESPONSE_LEN);
+    ASSERT_OK(
+        coll_auth_respond(&wrong, &as, ch, msg + COLL_AUTH_RESPONSE_LEN, COLL_TCP_HELLO_LEN, msg));
+    ASSERT_EQ(write(fd, msg, sizeof(msg)), (ssize_t)sizeof(msg));
+    expect_rejected(fd, "a response made with another secret");
+
+    fd  = connect_to(a->handle);
+    fd2 = connect_to(a->handle);
+    read_challenge(fd, ch);
+    read_challenge(fd2, ch2);
+    ASSERT_OK(
+        coll_auth_respond(&right, &as, ch, msg + COLL_AUTH_RESPONSE_LEN, COLL_TCP_HELLO_LEN, msg));
+    ASSERT_EQ(write(fd2, msg, sizeof(msg)), (ssize_t)sizeof(msg));
+    expect_rejected(fd2, "a response replayed from another connection");
+    close(fd);
+
+    read_challenge(a->t->stray_fds[0], ch);
+    expect_rejected(a->t->stray_fds[0], "garbage");
+    write_flag(a->dir, a->t->rank);
+    return NULL;
+}
+
+/* stray_ranks: bit r set = rank r is visited by stray clients while it sets up. */
+static coll_result_t rank_setup(trank_t *t, const char *dir, int rank, int nranks,
+                                unsigned stray_ranks)
+{
+    int              strays = (stray_ranks >> rank) & 1;
+    stray_arg_t      sa;
     coll_peer_info_t peers[MAXR];
     uint8_t          handles[MAXR][COLL_TP_HANDLE_MAX];
     const void      *hp[MAXR];
@@ -235,6 +318,7 @@ static coll_result_t rank_setup(trank_t *t, const char *dir, int rank, int nrank
                                 .job_tag   = 0xabcdef,
                                 .peers     = peers,
                                 .timeout_s = 30};
+    coll_auth_derive(job_secret, "transport", 0x1234, &args.auth_key);
     ASSERT_TRUE(ops->usable(NULL));
     ASSERT_OK(ops->init(&args, &t->ctx));
     t->frag = coll_tcp_ctx(t->ctx)->frag_size;
@@ -242,7 +326,8 @@ static coll_result_t rank_setup(trank_t *t, const char *dir, int rank, int nrank
     ASSERT_TRUE(len > 0 && len <= COLL_TP_HANDLE_MAX);
     write_handle(dir, rank, handles[rank], len);
     if (strays) {
-        make_strays(t, handles[rank]);
+        sa = (stray_arg_t){.t = t, .handle = handles[rank], .dir = dir};
+        ASSERT_EQ(pthread_create(&t->stray_thread, NULL, stray_main, &sa), 0);
     }
     for (int r = 0; r < nranks; r++) {
         if (r != rank) {
@@ -250,6 +335,12 @@ static coll_result_t rank_setup(trank_t *t, const char *dir, int rank, int nrank
             plist[n++] = r;
         }
         hp[r] = handles[r];
+    }
+    /* higher ranks first serve their strays: then every rejection happens while they listen */
+    for (int r = rank + 1; r < nranks; r++) {
+        if ((stray_ranks >> r) & 1) {
+            wait_flag(dir, r);
+        }
     }
     coll_result_t st = ops->connect_all(t->ctx, plist, n, hp, coll_time_s() + WAIT_MAX, eps);
     for (int i = 0; st == COLL_OK && i < n; i++) {
@@ -259,8 +350,9 @@ static coll_result_t rank_setup(trank_t *t, const char *dir, int rank, int nrank
     if (st == COLL_OK) {
         ops->established(t->ctx);
     }
-    for (int i = 0; strays && i < 3; i++) {
-        close(t->stray_fds[i]);
+    if (strays) {
+        ASSERT_EQ(pthread_join(t->stray_thread, NULL), 0);
+        close(t->stray_fds[1]);
     }
     return st;
 }
@@ -499,7 +591,7 @@ static int rank_main_data(const char *dir, int rank, int nranks)
 {
     trank_t t;
 
-    ASSERT_OK(rank_setup(&t, dir, rank, nranks, rank == nranks - 1 || rank == 1));
+    ASSERT_OK(rank_setup(&t, dir, rank, nranks, 1u << (nranks - 1) | 1u << 1));
     test_sizes(&t);
     test_unexpected(&t);
     test_small_shuffled(&t);
@@ -739,6 +831,8 @@ static int run(const run_cfg_t *cfg)
         }
         snprintf(path, sizeof(path), "%s/h%d", dir, r);
         unlink(path);
+        snprintf(path, sizeof(path), "%s/s%d", dir, r);
+        unlink(path);
     }
     if (cfg->expect_log != NULL) {
         snprintf(path, sizeof(path), "%s/log", dir);
@@ -751,7 +845,8 @@ static int run(const run_cfg_t *cfg)
 
 /* Lines each run's log must contain (the log goes to a file in the run's directory). */
 static const char *const log_if[]    = {"COLL_SOCKET_IFNAME==nosuchif0", NULL};
-static const char *const log_stray[] = {"bad magic 0xabababab", "job tag differs", NULL};
+static const char *const log_stray[] = {"not an authentication response",
+                                        "does not hold this job's secret", NULL};
 static const char *const log_kill[]  = {"connection to rank 0", "(peer process died?)", NULL};
 static const char *const log_bad[]   = {"bad frame on socket 0: bad magic", NULL};
 static const char *const log_mism[]  = {"COLL_TCP_NSOCKS=2", "refused connection", NULL};

@@ -71,6 +71,7 @@ static coll_result_t tcp_init(const coll_tp_init_args_t *args, coll_tp_ctx_t **c
     ctx->nranks    = args->nranks;
     ctx->comm_id   = args->comm_id;
     ctx->job_tag   = args->job_tag;
+    ctx->auth_key  = args->auth_key;
     ctx->timeout_s = args->timeout_s;
     if (args->netif != NULL) {
         coll_strlcpy(ctx->netif, args->netif, sizeof(ctx->netif));

@@ -23,12 +23,16 @@
 #define COLL_TCP_HELLO_MAGIC  0x48504354u /* "TCPH" */
 #define COLL_TCP_ACK_MAGIC    0x41504354u /* "TCPA" */
 #define COLL_TCP_HANDLE_MAGIC 0x4C504354u /* "TCPL" */
-#define COLL_TCP_VERSION      1
-#define COLL_TCP_FRAME_HDR    32           /* {u32 magic, u32 len, u64 tag, u64 total, u64 off} */
-#define COLL_TCP_HELLO_LEN    40           /* see coll_tcp_hello_t */
-#define COLL_TCP_ACK_LEN      8            /* {u32 magic, i32 status} */
-#define COLL_TCP_MAX_TOTAL    (1ull << 46) /* largest message accepted from the wire */
-#define COLL_TCP_RX_STAGE     16384        /* bytes read at once at a frame boundary */
+#define COLL_TCP_VERSION      2
+#define COLL_TCP_FRAME_HDR    32 /* {u32 magic, u32 len, u64 tag, u64 total, u64 off} */
+#define COLL_TCP_HELLO_LEN    40 /* see coll_tcp_hello_t */
+#define COLL_TCP_ACK_LEN      8  /* {u32 magic, i32 status} */
+/* Setup: the acceptor challenges, the connector answers with response + hello, the acceptor
+ * with proof + ack (src/core/auth.h); the response's MAC covers the hello. */
+#define COLL_TCP_OUT_LEN   (COLL_AUTH_RESPONSE_LEN + COLL_TCP_HELLO_LEN)
+#define COLL_TCP_IN_LEN    (COLL_AUTH_PROOF_LEN + COLL_TCP_ACK_LEN)
+#define COLL_TCP_MAX_TOTAL (1ull << 46) /* largest message accepted from the wire */
+#define COLL_TCP_RX_STAGE  16384        /* bytes read at once at a frame boundary */
 
 /* ---- interface choice (tcp_ifaddr.c) ---- */
 
@@ -203,6 +207,7 @@ typedef struct coll_tcp_ctx {
     int               nranks;
     uint64_t          comm_id;
     uint64_t          job_tag;
+    coll_auth_key_t   auth_key;
     double            timeout_s;
     coll_peer_info_t *peers; /* copy, nranks entries */
     int               nsocks;

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * TCP connection setup: listen() on the chosen interface, and connect_all(), in which the lower
- * rank of every pair opens nsocks sockets to the higher rank's listener and sends a hello that
- * the acceptor validates before answering with an ack. One poll() loop serves both roles until
- * the deadline; strays and garbage are logged and dropped. No data is moved here.
+ * rank of every pair opens nsocks sockets to the higher rank's listener. The acceptor sends an
+ * authentication challenge; the connector answers with a response proving the job secret and
+ * a hello; the acceptor checks the response (before parsing anything else) and the hello, and
+ * answers with its own proof and an ack, which the connector checks in turn. One poll() loop serves
+ * both roles until the deadline; strays and garbage are logged and dropped. No data is moved here.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE 1 /* accept4() */
@@ -25,23 +27,31 @@
 #define TCP_STRAY_SLACK 16 /* unidentified accepted sockets kept besides the expected ones */
 #define TCP_POLL_MAX_MS 100
 
-enum { TCP_OUT_IDLE, TCP_OUT_CONNECTING, TCP_OUT_HELLO, TCP_OUT_ACK, TCP_OUT_DONE };
+enum {
+    TCP_OUT_IDLE,
+    TCP_OUT_CONNECTING,
+    TCP_OUT_CHALLENGE,
+    TCP_OUT_HELLO,
+    TCP_OUT_ACK,
+    TCP_OUT_DONE
+};
 enum { TCP_IN_FREE, TCP_IN_HELLO, TCP_IN_ACK };
 
 /* One socket being set up, on either side. */
 typedef struct tcp_conn {
-    int     fd;
-    int     out; /* 1: this rank connects; 0: this rank accepted it */
-    int     state;
-    int     pos;    /* index into peers[] (connector) or -1 until the hello names it */
-    int     index;  /* socket index */
-    size_t  nbytes; /* of hello or ack moved so far */
-    uint8_t buf[COLL_TCP_HELLO_LEN];
-    double  retry_at;
-    double  backoff;
-    double  since; /* acceptor: when accepted, to evict the oldest stray first */
-    int     last_errno;
-    char    raddr[64];
+    int               fd;
+    int               out; /* 1: this rank connects; 0: this rank accepted it */
+    int               state;
+    int               pos;    /* index into peers[] (connector) or -1 until the hello names it */
+    int               index;  /* socket index */
+    size_t            nbytes; /* of the current setup message moved so far */
+    uint8_t           buf[COLL_TCP_OUT_LEN];
+    coll_auth_state_t auth;
+    double            retry_at;
+    double            backoff;
+    double            since; /* acceptor: when accepted, to evict the oldest stray first */
+    int               last_errno;
+    char              raddr[64];
 } tcp_conn_t;
 
 /* State of one connect_all() call. */
@@ -228,7 +238,9 @@ static void tcp_out_retry(tcp_cstate_t *cs, tcp_conn_t *c, int err, double now)
                c->raddr, err != 0 ? strerror(err) : "closed before ack");
 }
 
-static void tcp_out_hello(tcp_cstate_t *cs, tcp_conn_t *c)
+/* The hello connection c sends (the bytes both proofs cover). */
+static void tcp_out_hello_bytes(const tcp_cstate_t *cs, const tcp_conn_t *c,
+                                uint8_t out[COLL_TCP_HELLO_LEN])
 {
     coll_tcp_hello_t h = {
         .magic      = COLL_TCP_HELLO_MAGIC,
@@ -241,9 +253,30 @@ static void tcp_out_hello(tcp_cstate_t *cs, tcp_conn_t *c)
         .nsocks     = (uint16_t)cs->ctx->nsocks,
         .frag_size  = (uint32_t)cs->ctx->frag_size,
     };
+    coll_tcp_hello_pack(&h, out);
+}
 
-    coll_tcp_hello_pack(&h, c->buf);
+/* The acceptor's challenge has arrived: answer it, with the hello the answer covers. */
+static void tcp_out_hello(tcp_cstate_t *cs, tcp_conn_t *c, double now)
+{
+    uint8_t challenge[COLL_AUTH_CHALLENGE_LEN];
+
+    memcpy(challenge, c->buf, sizeof(challenge));
+    tcp_out_hello_bytes(cs, c, c->buf + COLL_AUTH_RESPONSE_LEN);
+    if (coll_auth_respond(&cs->ctx->auth_key, &c->auth, challenge, c->buf + COLL_AUTH_RESPONSE_LEN,
+                          COLL_TCP_HELLO_LEN, c->buf) != COLL_OK) {
+        coll_warn(TCP, "connection %d to rank %d (%s): no valid authentication challenge", c->index,
+                  cs->peers[c->pos], c->raddr);
+        tcp_out_retry(cs, c, EPROTO, now);
+        return;
+    }
     c->state  = TCP_OUT_HELLO;
+    c->nbytes = 0;
+}
+
+static void tcp_out_connected(tcp_conn_t *c)
+{
+    c->state  = TCP_OUT_CHALLENGE;
     c->nbytes = 0;
 }
 
@@ -259,7 +292,7 @@ static void tcp_out_start(tcp_cstate_t *cs, tcp_conn_t *c, double now)
     }
     coll_tcp_sock_options(c->fd);
     if (connect(c->fd, sa, cs->dstlen[c->pos]) == 0) {
-        tcp_out_hello(cs, c);
+        tcp_out_connected(c);
     } else if (errno == EINPROGRESS || errno == EINTR) {
         c->state = TCP_OUT_CONNECTING;
     } else {
@@ -267,13 +300,26 @@ static void tcp_out_start(tcp_cstate_t *cs, tcp_conn_t *c, double now)
     }
 }
 
-/* The acceptor answered: move the socket into the endpoint, or give up on a refusal. */
+/* The acceptor answered: check its proof, move the socket into the endpoint, or give up on a
+ * refusal. */
 static void tcp_out_acked(tcp_cstate_t *cs, tcp_conn_t *c)
 {
-    uint32_t       magic  = coll_tcp_get32(c->buf);
-    int32_t        status = (int32_t)coll_tcp_get32(c->buf + 4);
+    uint8_t        hello[COLL_TCP_HELLO_LEN];
+    const uint8_t *ack    = c->buf + COLL_AUTH_PROOF_LEN;
+    uint32_t       magic  = coll_tcp_get32(ack);
+    int32_t        status = (int32_t)coll_tcp_get32(ack + 4);
     coll_tcp_ep_t *ep     = cs->eps[c->pos];
 
+    tcp_out_hello_bytes(cs, c, hello);
+    if (coll_auth_check_proof(&cs->ctx->auth_key, &c->auth, c->buf, hello, sizeof(hello)) !=
+        COLL_OK) {
+        coll_error(TCP,
+                   "rank %d (%s) failed authentication on connection %d: the listener does not "
+                   "hold this job's secret",
+                   cs->peers[c->pos], c->raddr, c->index);
+        cs->fatal = COLL_ERR_TRANSPORT;
+        return;
+    }
     if (magic != COLL_TCP_ACK_MAGIC || status != 0) {
         coll_error(TCP, "rank %d (%s) refused connection %d: %s", cs->peers[c->pos], c->raddr,
                    c->index,
@@ -304,30 +350,43 @@ static void tcp_out_event(tcp_cstate_t *cs, tcp_conn_t *c, short revents, double
             tcp_out_retry(cs, c, err, now);
             return;
         }
-        tcp_out_hello(cs, c);
+        tcp_out_connected(c);
+        return;
+    }
+    if (c->state == TCP_OUT_CHALLENGE && (revents & (POLLIN | POLLHUP | POLLERR)) != 0) {
+        n = recv(c->fd, c->buf + c->nbytes, COLL_AUTH_CHALLENGE_LEN - c->nbytes, 0);
+        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+            tcp_out_retry(cs, c, n == 0 ? 0 : errno, now);
+            return;
+        }
+        c->nbytes += n > 0 ? (size_t)n : 0;
+        if (c->nbytes == COLL_AUTH_CHALLENGE_LEN) {
+            tcp_out_hello(cs, c, now);
+        }
+        return;
     }
     if (c->state == TCP_OUT_HELLO) {
-        n = send(c->fd, c->buf + c->nbytes, COLL_TCP_HELLO_LEN - c->nbytes, MSG_NOSIGNAL);
+        n = send(c->fd, c->buf + c->nbytes, COLL_TCP_OUT_LEN - c->nbytes, MSG_NOSIGNAL);
         if (n < 0 && errno != EAGAIN && errno != EINTR) {
             tcp_out_retry(cs, c, errno, now);
             return;
         }
         c->nbytes += n > 0 ? (size_t)n : 0;
-        if (c->nbytes == COLL_TCP_HELLO_LEN) {
+        if (c->nbytes == COLL_TCP_OUT_LEN) {
             c->state  = TCP_OUT_ACK;
             c->nbytes = 0;
         }
         return;
     }
     if (c->state == TCP_OUT_ACK && (revents & (POLLIN | POLLHUP | POLLERR)) != 0) {
-        /* exactly the ack: data frames may follow it on the same stream */
-        n = recv(c->fd, c->buf + c->nbytes, COLL_TCP_ACK_LEN - c->nbytes, 0);
+        /* exactly proof + ack: data frames may follow them on the same stream */
+        n = recv(c->fd, c->buf + c->nbytes, COLL_TCP_IN_LEN - c->nbytes, 0);
         if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
             tcp_out_retry(cs, c, n == 0 ? 0 : errno, now);
             return;
         }
         c->nbytes += n > 0 ? (size_t)n : 0;
-        if (c->nbytes == COLL_TCP_ACK_LEN) {
+        if (c->nbytes == COLL_TCP_IN_LEN) {
             tcp_out_acked(cs, c);
         }
     }
@@ -395,12 +454,19 @@ static void tcp_in_accept(tcp_cstate_t *cs, double now)
             continue;
         }
         coll_tcp_sock_options(fd);
+        coll_tcp_sa_str((struct sockaddr *)&ss, c->raddr, sizeof(c->raddr));
+        /* a fresh socket's send buffer is empty: the challenge goes whole or not at all */
+        if (coll_auth_challenge(&c->auth, c->buf) != COLL_OK ||
+            send(fd, c->buf, COLL_AUTH_CHALLENGE_LEN, MSG_NOSIGNAL) != COLL_AUTH_CHALLENGE_LEN) {
+            coll_debug(TCP, "could not challenge the connection from %s", c->raddr);
+            close(fd);
+            continue;
+        }
         c->fd     = fd;
         c->state  = TCP_IN_HELLO;
         c->pos    = -1;
         c->nbytes = 0;
         c->since  = now;
-        coll_tcp_sa_str((struct sockaddr *)&ss, c->raddr, sizeof(c->raddr));
     }
 }
 
@@ -456,8 +522,21 @@ static void tcp_in_hello(tcp_cstate_t *cs, tcp_conn_t *c)
     coll_tcp_hello_t h;
     char             why[128];
     int32_t          status = 0;
+    uint8_t          proof[COLL_AUTH_PROOF_LEN];
 
-    coll_tcp_hello_unpack(c->buf, &h);
+    coll_result_t ast =
+        coll_auth_check_response(&ctx->auth_key, &c->auth, c->buf, c->buf + COLL_AUTH_RESPONSE_LEN,
+                                 COLL_TCP_HELLO_LEN, proof);
+
+    if (ast != COLL_OK) {
+        coll_warn(TCP, "rejected connection from %s: authentication failed: %s", c->raddr,
+                  ast == COLL_ERR_INVALID_ARG
+                      ? "not an authentication response (not libcoll, or another version)"
+                      : "the peer does not hold this job's secret (another job, or a replay)");
+        tcp_in_close(c);
+        return;
+    }
+    coll_tcp_hello_unpack(c->buf + COLL_AUTH_RESPONSE_LEN, &h);
     if (tcp_in_check(cs, &h, why, sizeof(why)) != NULL) {
         coll_warn(TCP, "rejected connection from %s: %s", c->raddr, why);
         tcp_in_close(c);
@@ -471,10 +550,11 @@ static void tcp_in_hello(tcp_cstate_t *cs, tcp_conn_t *c)
         status    = -1;
         cs->fatal = COLL_ERR_INVALID_USAGE;
     }
-    coll_tcp_put32(c->buf, COLL_TCP_ACK_MAGIC);
-    coll_tcp_put32(c->buf + 4, (uint32_t)status);
+    memcpy(c->buf, proof, sizeof(proof));
+    coll_tcp_put32(c->buf + COLL_AUTH_PROOF_LEN, COLL_TCP_ACK_MAGIC);
+    coll_tcp_put32(c->buf + COLL_AUTH_PROOF_LEN + 4, (uint32_t)status);
     if (status != 0) { /* best effort: tell the connector why, then fail */
-        (void)send(c->fd, c->buf, COLL_TCP_ACK_LEN, MSG_NOSIGNAL);
+        (void)send(c->fd, c->buf, COLL_TCP_IN_LEN, MSG_NOSIGNAL);
         tcp_in_close(c);
         return;
     }
@@ -490,7 +570,7 @@ static void tcp_in_event(tcp_cstate_t *cs, tcp_conn_t *c)
     ssize_t        n;
 
     if (c->state == TCP_IN_HELLO) {
-        n = recv(c->fd, c->buf + c->nbytes, COLL_TCP_HELLO_LEN - c->nbytes, 0);
+        n = recv(c->fd, c->buf + c->nbytes, COLL_TCP_OUT_LEN - c->nbytes, 0);
         if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
             if (c->nbytes > 0 || n < 0) {
                 coll_warn(TCP, "rejected connection from %s: %s after %zu bytes of hello", c->raddr,
@@ -500,19 +580,19 @@ static void tcp_in_event(tcp_cstate_t *cs, tcp_conn_t *c)
             return;
         }
         c->nbytes += n > 0 ? (size_t)n : 0;
-        if (c->nbytes == COLL_TCP_HELLO_LEN) {
+        if (c->nbytes == COLL_TCP_OUT_LEN) {
             tcp_in_hello(cs, c);
         }
         return;
     }
-    n = send(c->fd, c->buf + c->nbytes, COLL_TCP_ACK_LEN - c->nbytes, MSG_NOSIGNAL);
+    n = send(c->fd, c->buf + c->nbytes, COLL_TCP_IN_LEN - c->nbytes, MSG_NOSIGNAL);
     if (n < 0 && errno != EAGAIN && errno != EINTR) {
         coll_debug(TCP, "ack to %s failed: %s", c->raddr, strerror(errno));
         tcp_in_close(c); /* the connector sees the close and retries */
         return;
     }
     c->nbytes += n > 0 ? (size_t)n : 0;
-    if (c->nbytes == COLL_TCP_ACK_LEN) {
+    if (c->nbytes == COLL_TCP_IN_LEN) {
         ep                     = cs->eps[c->pos];
         ep->socks[c->index].fd = c->fd;
         coll_strlcpy(ep->addr_str, c->raddr, sizeof(ep->addr_str));
@@ -663,7 +743,7 @@ static int tcp_cs_pollset(tcp_cstate_t *cs, double now, double *wake_at)
             *wake_at = COLL_MIN_OF(*wake_at, c->retry_at);
         } else if (c->state == TCP_OUT_CONNECTING || c->state == TCP_OUT_HELLO) {
             tcp_cs_add(cs, &n, c->fd, POLLOUT, c);
-        } else if (c->state == TCP_OUT_ACK) {
+        } else if (c->state == TCP_OUT_ACK || c->state == TCP_OUT_CHALLENGE) {
             tcp_cs_add(cs, &n, c->fd, POLLIN, c);
         }
     }
