@@ -121,18 +121,7 @@ static void root_drop(coll_boot_root_t *r, int idx)
 static int root_hello(coll_boot_root_t *r, root_conn_t *c, char *why, size_t whylen)
 {
     coll_boot_hello_t h;
-    if (c->hdr.type != COLL_BOOT_HELLO || c->hdr.len != sizeof(h)) {
-        snprintf(why, whylen, "first message is %s of %u bytes, expected HELLO",
-                 coll_boot_type_name(c->hdr.type), c->hdr.len);
-        return -1;
-    }
-    memcpy(&h, c->payload, sizeof(h));
-    if (h.comm_nonce != r->nonce) {
-        snprintf(why, whylen, "hello for another unique id");
-        return -1;
-    }
-    if (h.nranks < 1 || h.nranks > COLL_BOOT_MAX_RANKS || h.rank < 0 || h.rank >= h.nranks) {
-        snprintf(why, whylen, "hello with rank %d of %d", h.rank, h.nranks);
+    if (coll_boot_hello_parse(&c->hdr, c->payload, r->nonce, &h, why, whylen) != COLL_OK) {
         return -1;
     }
     if (r->nranks < 0) {

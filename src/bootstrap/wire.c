@@ -61,3 +61,24 @@ coll_result_t coll_boot_hdr_check(const coll_boot_hdr_t *h, uint64_t job_tag, ui
     }
     return COLL_OK;
 }
+
+coll_result_t coll_boot_hello_parse(const coll_boot_hdr_t *h, const void *payload, uint64_t nonce,
+                                    coll_boot_hello_t *hello, char *why, size_t why_len)
+{
+    if (h->type != COLL_BOOT_HELLO || h->len != sizeof(*hello)) {
+        snprintf(why, why_len, "first message is %s of %u bytes, expected HELLO",
+                 coll_boot_type_name(h->type), h->len);
+        return COLL_ERR_TRANSPORT;
+    }
+    memcpy(hello, payload, sizeof(*hello));
+    if (hello->comm_nonce != nonce) {
+        snprintf(why, why_len, "hello for another unique id");
+        return COLL_ERR_TRANSPORT;
+    }
+    if (hello->nranks < 1 || hello->nranks > COLL_BOOT_MAX_RANKS || hello->rank < 0 ||
+        hello->rank >= hello->nranks) {
+        snprintf(why, why_len, "hello with rank %d of %d", hello->rank, hello->nranks);
+        return COLL_ERR_TRANSPORT;
+    }
+    return COLL_OK;
+}

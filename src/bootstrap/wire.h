@@ -12,8 +12,8 @@
 #include "coll.h"
 
 #define COLL_BOOT_MAGIC       0x424c4f43u /* "COLB" */
-#define COLL_BOOT_VERSION     1
-#define COLL_BOOT_MAX_PAYLOAD (1u << 20) /* per message from a rank */
+#define COLL_BOOT_VERSION     2           /* 2: connections are authenticated */
+#define COLL_BOOT_MAX_PAYLOAD (1u << 20)  /* per message from a rank */
 #define COLL_BOOT_MAX_RANKS   (1 << 20)
 #define COLL_UID_MAGIC        0x44495543u /* "CUID" */
 
@@ -69,5 +69,8 @@ void coll_boot_hdr_fill(coll_boot_hdr_t *h, coll_boot_type_t type, uint64_t job_
 coll_result_t coll_boot_hdr_check(const coll_boot_hdr_t *h, uint64_t job_tag, uint32_t max_len,
                                   char *why, size_t why_len);
 const char   *coll_boot_type_name(uint32_t type);
+/* The payload of a HELLO whose header passed coll_boot_hdr_check: for this id, a sane rank. */
+coll_result_t coll_boot_hello_parse(const coll_boot_hdr_t *h, const void *payload, uint64_t nonce,
+                                    coll_boot_hello_t *hello, char *why, size_t why_len);
 
 #endif

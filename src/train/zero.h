@@ -9,6 +9,8 @@
 
 #include "train/train.h"
 
+#include <stdio.h>
+
 typedef struct {
     size_t count;
     int    layer;
@@ -57,6 +59,33 @@ struct coll_zero {
 };
 
 int coll_zero_nstate(const coll_zero_t *z);
+
+/* Shard files of a checkpoint (zero_ckpt.c): this header, nseg segments, then per segment the
+ * master parameters and each optimizer state array (floats). */
+#define COLL_ZERO_CKPT_MAGIC    0x4b43485a4c4c4f43ull /* "COLLZHCK" */
+#define COLL_ZERO_CKPT_VERSION  1
+#define COLL_ZERO_CKPT_MAX_SEGS (1u << 24)
+
+typedef struct {
+    uint64_t magic;
+    uint32_t version;
+    uint32_t rank;
+    uint32_t nranks;
+    uint32_t nstate;
+    uint64_t nseg;
+} coll_zero_ckpt_header_t;
+
+typedef struct {
+    uint64_t gstart; /* first element in the model's flat space */
+    uint64_t len;
+} coll_zero_ckpt_seg_t;
+
+/* Read and validate a shard's header and segment table from f (file_size bytes, positioned at
+ * 0) for a model of nelems elements: every segment inside the model, the data it announces
+ * inside the file. *segs_p is coll_free'd by the caller. On failure, why says what is wrong. */
+coll_result_t coll_zero_ckpt_read_table(FILE *f, uint64_t file_size, uint32_t nstate,
+                                        uint64_t nelems, coll_zero_ckpt_header_t *h,
+                                        coll_zero_ckpt_seg_t **segs_p, char *why, size_t why_len);
 /* Master parameters and gradient shard of this rank in bucket b, aligned with opt_lo. */
 float        *coll_zero_master(zero_bucket_t *b);
 coll_result_t coll_zero_build(coll_zero_t *z, const char *fn);

@@ -17,23 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CKPT_MAGIC   0x4b43485a4c4c4f43ull /* "COLLZHCK" */
-#define CKPT_VERSION 1
-
-typedef struct {
-    uint64_t magic;
-    uint32_t version;
-    uint32_t rank;
-    uint32_t nranks;
-    uint32_t nstate;
-    uint64_t nseg;
-} ckpt_header_t;
-
-typedef struct {
-    uint64_t gstart; /* first element in the model's flat space */
-    uint64_t len;
-} ckpt_seg_t;
-
 /* Range of bucket b this rank holds master values and optimizer state for, clipped to the
  * unpadded elements: [lo, lo + *len_p) relative to the bucket. */
 static size_t ckpt_range(const zero_bucket_t *b, size_t *len_p)
@@ -46,24 +29,21 @@ static size_t ckpt_range(const zero_bucket_t *b, size_t *len_p)
 
 static coll_result_t ckpt_write(coll_zero_t *z, const char *path, const char *fn)
 {
-    FILE         *f = fopen(path, "wb");
-    ckpt_header_t h = {CKPT_MAGIC,
-                       CKPT_VERSION,
-                       (uint32_t)z->rank,
-                       (uint32_t)z->nranks,
-                       (uint32_t)coll_zero_nstate(z),
-                       (uint64_t)z->nbuckets};
-    int           ok;
+    FILE                   *f = fopen(path, "wb");
+    coll_zero_ckpt_header_t h = {
+        COLL_ZERO_CKPT_MAGIC, COLL_ZERO_CKPT_VERSION,        (uint32_t)z->rank,
+        (uint32_t)z->nranks,  (uint32_t)coll_zero_nstate(z), (uint64_t)z->nbuckets};
+    int ok;
 
     if (f == NULL) {
         return coll_train_error(COLL_ERR_SYSTEM, fn, "cannot create %s: %s", path, strerror(errno));
     }
     ok = fwrite(&h, sizeof(h), 1, f) == 1;
     for (int k = 0; k < z->nbuckets && ok; k++) {
-        zero_bucket_t *b = &z->buckets[k];
-        size_t         len, lo = ckpt_range(b, &len);
-        ckpt_seg_t     s = {z->params[b->lo].gstart + lo, len};
-        ok               = fwrite(&s, sizeof(s), 1, f) == 1;
+        zero_bucket_t       *b = &z->buckets[k];
+        size_t               len, lo = ckpt_range(b, &len);
+        coll_zero_ckpt_seg_t s = {z->params[b->lo].gstart + lo, len};
+        ok                     = fwrite(&s, sizeof(s), 1, f) == 1;
     }
     for (int k = 0; k < z->nbuckets && ok; k++) {
         zero_bucket_t *b = &z->buckets[k];
@@ -90,7 +70,7 @@ static coll_result_t ckpt_write_manifest(coll_zero_t *z, const char *dir, const 
         return coll_train_error(COLL_ERR_SYSTEM, fn, "cannot create %s: %s", path, strerror(errno));
     }
     fprintf(f, "coll-zero-checkpoint %d\nnranks %d\nstage %d\noptim %d\nstep %llu\nnparams %d\n",
-            CKPT_VERSION, z->nranks, z->cfg.stage, (int)z->cfg.optim.kind,
+            COLL_ZERO_CKPT_VERSION, z->nranks, z->cfg.stage, (int)z->cfg.optim.kind,
             (unsigned long long)z->steps, z->nparams);
     for (int i = 0; i < z->nparams; i++) {
         fprintf(f, "param %d %zu %d\n", i, z->params[i].count, z->params[i].layer);
@@ -154,10 +134,11 @@ static coll_result_t ckpt_read_manifest(coll_zero_t *z, const char *dir, ckpt_ma
     }
     ok = fscanf(f, "coll-zero-checkpoint %d nranks %d stage %d optim %d step %llu nparams %d",
                 &version, &m->nranks, &m->stage, &m->optim, &m->step, &m->nparams) == 6;
-    if (!ok || version != CKPT_VERSION || m->nranks < 1) {
+    if (!ok || version != COLL_ZERO_CKPT_VERSION || m->nranks < 1) {
         fclose(f);
         return coll_train_error(COLL_ERR_INVALID_ARG, fn,
-                                "%s is not a version %d checkpoint manifest", path, CKPT_VERSION);
+                                "%s is not a version %d checkpoint manifest", path,
+                                COLL_ZERO_CKPT_VERSION);
     }
     if (m->nparams != z->nparams || m->optim != (int)z->cfg.optim.kind) {
         fclose(f);
@@ -181,30 +162,87 @@ static coll_result_t ckpt_read_manifest(coll_zero_t *z, const char *dir, ckpt_ma
     return COLL_OK;
 }
 
+coll_result_t coll_zero_ckpt_read_table(FILE *f, uint64_t file_size, uint32_t nstate,
+                                        uint64_t nelems, coll_zero_ckpt_header_t *h,
+                                        coll_zero_ckpt_seg_t **segs_p, char *why, size_t why_len)
+{
+    coll_zero_ckpt_seg_t *segs;
+    uint64_t              data = 0;
+
+    *segs_p = NULL;
+    if (fread(h, sizeof(*h), 1, f) != 1) {
+        snprintf(why, why_len, "shorter than a shard header");
+        return COLL_ERR_INVALID_ARG;
+    }
+    if (h->magic != COLL_ZERO_CKPT_MAGIC || h->version != COLL_ZERO_CKPT_VERSION) {
+        snprintf(why, why_len, "not a shard of a version %d checkpoint", COLL_ZERO_CKPT_VERSION);
+        return COLL_ERR_INVALID_ARG;
+    }
+    if (h->nstate != nstate || h->nranks < 1 || h->rank >= h->nranks ||
+        h->nseg > COLL_ZERO_CKPT_MAX_SEGS) {
+        snprintf(why, why_len, "header says rank %u of %u, %u optimizer states, %llu segments",
+                 h->rank, h->nranks, h->nstate, (unsigned long long)h->nseg);
+        return COLL_ERR_INVALID_ARG;
+    }
+    if (h->nseg * sizeof(*segs) > file_size - sizeof(*h) || file_size < sizeof(*h)) {
+        snprintf(why, why_len, "truncated segment table");
+        return COLL_ERR_INVALID_ARG;
+    }
+    segs = coll_calloc(h->nseg + 1, sizeof(*segs), "checkpoint segments");
+    if (segs == NULL) {
+        snprintf(why, why_len, "out of memory");
+        return COLL_ERR_NO_MEMORY;
+    }
+    if (fread(segs, sizeof(*segs), h->nseg, f) != h->nseg) {
+        coll_free(segs);
+        snprintf(why, why_len, "truncated segment table");
+        return COLL_ERR_INVALID_ARG;
+    }
+    for (uint64_t s = 0; s < h->nseg; s++) {
+        if (segs[s].len > nelems || segs[s].gstart > nelems - segs[s].len) {
+            snprintf(why, why_len,
+                     "segment %llu [%llu, +%llu) lies outside the model's %llu elements",
+                     (unsigned long long)s, (unsigned long long)segs[s].gstart,
+                     (unsigned long long)segs[s].len, (unsigned long long)nelems);
+            coll_free(segs);
+            return COLL_ERR_INVALID_ARG;
+        }
+        data += (uint64_t)(nstate + 1) * segs[s].len * sizeof(float); /* <= 3 * 4 * nelems each */
+    }
+    if (data > file_size - sizeof(*h) - h->nseg * sizeof(*segs)) {
+        snprintf(why, why_len, "%llu bytes of data announced, the file is %llu bytes",
+                 (unsigned long long)data, (unsigned long long)file_size);
+        coll_free(segs);
+        return COLL_ERR_INVALID_ARG;
+    }
+    *segs_p = segs;
+    return COLL_OK;
+}
+
 /* Copy from one old rank's file every piece of its segments inside this rank's ranges. */
 static coll_result_t ckpt_read_rank(coll_zero_t *z, const char *dir, int r, int nstate,
                                     const char *fn)
 {
-    char          path[4096];
-    ckpt_header_t h;
-    FILE         *f;
-    ckpt_seg_t   *segs = NULL;
-    long          data;
-    coll_result_t st = COLL_OK;
+    char                    path[4096], why[200];
+    coll_zero_ckpt_header_t h;
+    FILE                   *f;
+    coll_zero_ckpt_seg_t   *segs = NULL;
+    long                    data, size;
+    coll_result_t           st = COLL_OK;
+    uint64_t nelems            = z->params[z->nparams - 1].gstart + z->params[z->nparams - 1].count;
 
     snprintf(path, sizeof(path), "%s/rank-%05d.bin", dir, r);
     f = fopen(path, "rb");
     if (f == NULL) {
         return coll_train_error(COLL_ERR_SYSTEM, fn, "cannot open %s: %s", path, strerror(errno));
     }
-    if (fread(&h, sizeof(h), 1, f) != 1 || h.magic != CKPT_MAGIC || h.version != CKPT_VERSION ||
-        h.nstate != (uint32_t)nstate || h.nseg > (1u << 24)) {
-        st = coll_train_error(COLL_ERR_INVALID_ARG, fn, "%s: not a shard of this checkpoint", path);
+    if (fseek(f, 0, SEEK_END) != 0 || (size = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0) {
+        st = coll_train_error(COLL_ERR_SYSTEM, fn, "cannot read %s: %s", path, strerror(errno));
         goto out;
     }
-    segs = coll_calloc(h.nseg + 1, sizeof(*segs), "checkpoint segments");
-    if (segs == NULL || fread(segs, sizeof(*segs), h.nseg, f) != h.nseg) {
-        st = coll_train_error(COLL_ERR_SYSTEM, fn, "%s: truncated segment table", path);
+    if (coll_zero_ckpt_read_table(f, (uint64_t)size, (uint32_t)nstate, nelems, &h, &segs, why,
+                                  sizeof(why)) != COLL_OK) {
+        st = coll_train_error(COLL_ERR_INVALID_ARG, fn, "%s: %s", path, why);
         goto out;
     }
     data = (long)(sizeof(h) + h.nseg * sizeof(*segs));

@@ -180,6 +180,12 @@ uint64_t      shm_seg_size(uint32_t nslots, uint64_t ring_size, uint64_t win_siz
 coll_result_t shm_seg_create(shm_seg_t *seg, const struct coll_tp_ctx *ctx, uint32_t nslots);
 coll_result_t shm_seg_attach(shm_seg_t *seg, const struct coll_tp_ctx *ctx, const shm_handle_t *h,
                              int peer);
+/* Wire checks (fuzzed by tests/fuzz/): a peer's handle from the bootstrap, against the segment
+ * this rank expects (name) from peer; a mapped segment's header, against the handle. */
+coll_result_t shm_seg_check_handle(const struct coll_tp_ctx *ctx, const shm_handle_t *h, int peer,
+                                   const char *name);
+coll_result_t shm_seg_check_mapped(const struct coll_tp_ctx *ctx, const shm_seg_t *seg,
+                                   const shm_handle_t *h, int peer);
 void          shm_seg_unlink(shm_seg_t *seg);
 void          shm_seg_close(shm_seg_t *seg); /* unmap, close, unlink if still linked */
 void         *shm_seg_ring(const shm_seg_t *seg, uint32_t slot);

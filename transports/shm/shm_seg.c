@@ -161,8 +161,8 @@ err:
 }
 
 /* The listen handle must describe exactly the segment this rank expects from peer. */
-static coll_result_t seg_check_handle(const struct coll_tp_ctx *ctx, const shm_handle_t *h,
-                                      int peer, const char *name)
+coll_result_t shm_seg_check_handle(const struct coll_tp_ctx *ctx, const shm_handle_t *h, int peer,
+                                   const char *name)
 {
     const char *why = NULL;
     if (h->magic != SHM_HANDLE_MAGIC || h->version != SHM_SEG_VERSION) {
@@ -185,8 +185,8 @@ static coll_result_t seg_check_handle(const struct coll_tp_ctx *ctx, const shm_h
     return COLL_OK;
 }
 
-static coll_result_t seg_check_mapped(const struct coll_tp_ctx *ctx, const shm_seg_t *seg,
-                                      const shm_handle_t *h, int peer)
+coll_result_t shm_seg_check_mapped(const struct coll_tp_ctx *ctx, const shm_seg_t *seg,
+                                   const shm_handle_t *h, int peer)
 {
     const shm_seg_hdr_t *s   = seg->hdr;
     const char          *why = NULL;
@@ -242,12 +242,12 @@ coll_result_t shm_seg_attach(shm_seg_t *seg, const struct coll_tp_ctx *ctx, cons
 
     seg_reset(seg);
     shm_seg_name(seg->name, sizeof(seg->name), ctx->comm_id, peer);
-    COLL_CHECK(seg_check_handle(ctx, h, peer, seg->name));
+    COLL_CHECK(shm_seg_check_handle(ctx, h, peer, seg->name));
     seg->size = h->seg_size;
     COLL_CHECK_GOTO(seg_open_peer(seg, ctx, h, peer), st, err);
     COLL_CHECK_GOTO(seg_map(seg, peer), st, err);
     atomic_thread_fence(memory_order_acquire);
-    COLL_CHECK_GOTO(seg_check_mapped(ctx, seg, h, peer), st, err);
+    COLL_CHECK_GOTO(shm_seg_check_mapped(ctx, seg, h, peer), st, err);
     return COLL_OK;
 
 err:

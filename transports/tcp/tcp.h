@@ -123,6 +123,17 @@ static inline uint64_t coll_tcp_get64(const uint8_t *p)
 void coll_tcp_hello_pack(const coll_tcp_hello_t *h, uint8_t *buf);
 void coll_tcp_hello_unpack(const uint8_t *buf, coll_tcp_hello_t *h);
 
+/* A data frame header as parsed from the wire. */
+typedef struct {
+    uint32_t magic, len;
+    uint64_t tag, total, off;
+} coll_tcp_frame_t;
+
+/* Wire parsers (fuzzed by tests/fuzz/): NULL when acceptable, else why not. A frame header
+ * accepted here always satisfies len <= frag_size, off + len <= total <= COLL_TCP_MAX_TOTAL. */
+const char *coll_tcp_frame_parse(const uint8_t hdr[COLL_TCP_FRAME_HDR], size_t frag_size,
+                                 coll_tcp_frame_t *f);
+
 /* ---- data path objects (tcp_ep.c) ---- */
 
 struct coll_tcp_sreq;
@@ -225,6 +236,14 @@ typedef struct coll_tcp_ctx {
     coll_tcp_sock_t **pfd_socks; /* pfd_socks[i] owns pfds[i + 1] */
     int               npfds;     /* sockets only, excluding wake_fd */
 } coll_tcp_ctx_t;
+
+/* The context-level checks of a hello (the rest needs the connection state): NULL when it may
+ * be accepted, else why (written into why). */
+const char *coll_tcp_hello_check(const coll_tcp_ctx_t *ctx, const coll_tcp_hello_t *h, char *why,
+                                 size_t size);
+/* A peer's listen handle (from the bootstrap) into a socket address. */
+coll_result_t coll_tcp_handle_unpack(const uint8_t *buf, int rank, struct sockaddr_storage *ss,
+                                     socklen_t *len_p);
 
 static inline coll_tcp_ctx_t *coll_tcp_ctx(coll_tp_ctx_t *c)
 {

@@ -137,8 +137,8 @@ static void tcp_handle_pack(const coll_tcp_addr_t *a, uint8_t *buf)
     }
 }
 
-static coll_result_t tcp_handle_unpack(const uint8_t *buf, int rank, struct sockaddr_storage *ss,
-                                       socklen_t *len_p)
+coll_result_t coll_tcp_handle_unpack(const uint8_t *buf, int rank, struct sockaddr_storage *ss,
+                                     socklen_t *len_p)
 {
     uint16_t family = coll_tcp_get16(buf + 4);
 
@@ -485,12 +485,9 @@ static int tcp_in_claimed(const tcp_cstate_t *cs, int pos, int index)
     return 0;
 }
 
-/* Why hello h must be refused, or NULL if it is acceptable. */
-static const char *tcp_in_check(const tcp_cstate_t *cs, const coll_tcp_hello_t *h, char *why,
-                                size_t size)
+const char *coll_tcp_hello_check(const coll_tcp_ctx_t *ctx, const coll_tcp_hello_t *h, char *why,
+                                 size_t size)
 {
-    const coll_tcp_ctx_t *ctx = cs->ctx;
-
     if (h->magic != COLL_TCP_HELLO_MAGIC) {
         snprintf(why, size, "bad magic 0x%08x", h->magic);
     } else if (h->version != COLL_TCP_VERSION) {
@@ -503,10 +500,25 @@ static const char *tcp_in_check(const tcp_cstate_t *cs, const coll_tcp_hello_t *
         snprintf(why, size, "addressed to rank %u", h->to_rank);
     } else if (h->from_rank >= (uint32_t)ctx->rank) {
         snprintf(why, size, "from rank %u, but only lower ranks connect", h->from_rank);
-    } else if (cs->pos_of[h->from_rank] < 0) {
-        snprintf(why, size, "not expecting a connection from rank %u", h->from_rank);
     } else if (h->nsocks == ctx->nsocks && h->sock_index >= h->nsocks) {
         snprintf(why, size, "socket index %u out of range", h->sock_index);
+    } else {
+        return NULL;
+    }
+    return why;
+}
+
+/* Why hello h must be refused, or NULL if it is acceptable. */
+static const char *tcp_in_check(const tcp_cstate_t *cs, const coll_tcp_hello_t *h, char *why,
+                                size_t size)
+{
+    const coll_tcp_ctx_t *ctx = cs->ctx;
+
+    if (coll_tcp_hello_check(ctx, h, why, size) != NULL) {
+        return why;
+    }
+    if (cs->pos_of[h->from_rank] < 0) {
+        snprintf(why, size, "not expecting a connection from rank %u", h->from_rank);
     } else if (h->nsocks == ctx->nsocks && h->frag_size == ctx->frag_size &&
                tcp_in_claimed(cs, cs->pos_of[h->from_rank], h->sock_index)) {
         snprintf(why, size, "duplicate socket %u of rank %u", h->sock_index, h->from_rank);
@@ -624,7 +636,7 @@ static coll_result_t tcp_cs_peer(tcp_cstate_t *cs, int i, const void *const *han
             coll_error(TCP, "connect_all: no listen handle for rank %d", p);
             return COLL_ERR_INVALID_ARG;
         }
-        COLL_CHECK(tcp_handle_unpack(handles[p], p, &cs->dst[i], &cs->dstlen[i]));
+        COLL_CHECK(coll_tcp_handle_unpack(handles[p], p, &cs->dst[i], &cs->dstlen[i]));
         cs->nout += ctx->nsocks;
     } else {
         cs->in_left += ctx->nsocks;

@@ -371,35 +371,46 @@ coll_result_t coll_tcp_ep_isend(coll_tp_ep_t *tep, coll_tp_op_t *op)
 
 /* ---- receive side ---- */
 
+const char *coll_tcp_frame_parse(const uint8_t hdr[COLL_TCP_FRAME_HDR], size_t frag_size,
+                                 coll_tcp_frame_t *f)
+{
+    f->magic = coll_tcp_get32(hdr);
+    f->len   = coll_tcp_get32(hdr + 4);
+    f->tag   = coll_tcp_get64(hdr + 8);
+    f->total = coll_tcp_get64(hdr + 16);
+    f->off   = coll_tcp_get64(hdr + 24);
+    if (f->magic != COLL_TCP_FRAME_MAGIC) {
+        return "bad magic";
+    } else if (f->total > COLL_TCP_MAX_TOTAL) {
+        return "message too large";
+    } else if (f->len > frag_size) {
+        return "frame larger than COLL_TCP_FRAG_SIZE";
+    } else if (f->off > f->total || f->len > f->total - f->off) {
+        return "frame beyond the message end";
+    } else if (f->len == 0 && f->total != 0) {
+        return "empty frame in a non-empty message";
+    } else if (f->off % 8 != 0) {
+        return "unaligned frame offset";
+    }
+    return NULL;
+}
+
 /* Parses and checks the frame header in s->rx_hdr; returns 0 if it is bad. */
 static int tcp_sock_parse_hdr(coll_tcp_sock_t *s)
 {
-    coll_tcp_ep_t *ep    = s->ep;
-    uint32_t       magic = coll_tcp_get32(s->rx_hdr);
-    const char    *why   = NULL;
+    coll_tcp_ep_t   *ep = s->ep;
+    coll_tcp_frame_t f;
+    const char      *why = coll_tcp_frame_parse(s->rx_hdr, ep->ctx->frag_size, &f);
 
-    s->rx_len   = coll_tcp_get32(s->rx_hdr + 4);
-    s->rx_tag   = coll_tcp_get64(s->rx_hdr + 8);
-    s->rx_total = coll_tcp_get64(s->rx_hdr + 16);
-    s->rx_off   = coll_tcp_get64(s->rx_hdr + 24);
-    if (magic != COLL_TCP_FRAME_MAGIC) {
-        why = "bad magic";
-    } else if (s->rx_total > COLL_TCP_MAX_TOTAL) {
-        why = "message too large";
-    } else if (s->rx_len > ep->ctx->frag_size) {
-        why = "frame larger than COLL_TCP_FRAG_SIZE";
-    } else if (s->rx_off > s->rx_total || s->rx_len > s->rx_total - s->rx_off) {
-        why = "frame beyond the message end";
-    } else if (s->rx_len == 0 && s->rx_total != 0) {
-        why = "empty frame in a non-empty message";
-    } else if (s->rx_off % 8 != 0) {
-        why = "unaligned frame offset";
-    }
+    s->rx_len   = f.len;
+    s->rx_tag   = f.tag;
+    s->rx_total = f.total;
+    s->rx_off   = f.off;
     if (why != NULL) {
         coll_tcp_ep_fail(ep, COLL_ERR_TRANSPORT,
                          "bad frame on socket %d: %s (magic 0x%08x len %u total %llu offset %llu)",
-                         s->index, why, magic, s->rx_len, (unsigned long long)s->rx_total,
-                         (unsigned long long)s->rx_off);
+                         s->index, why, f.magic, f.len, (unsigned long long)f.total,
+                         (unsigned long long)f.off);
         return 0;
     }
     return 1;
