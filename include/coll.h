@@ -47,7 +47,8 @@ extern "C" {
     X(ERR_CUDA, -9, "CUDA error")                                                                  \
     X(ERR_INTERNAL, -10, "internal error")                                                         \
     X(ERR_ABORTED, -11, "communicator aborted")                                                    \
-    X(ERR_MISMATCH, -12, "ranks disagree on the operation")
+    X(ERR_MISMATCH, -12, "ranks disagree on the operation")                                        \
+    X(ERR_REVOKED, -13, "communicator revoked")
 
 /** @brief Result of every libcoll call that can fail: errors are < 0. */
 typedef enum {
@@ -183,6 +184,20 @@ COLL_API coll_result_t coll_comm_destroy(coll_comm_t *comm);
  *        and the other ranks are told. Safe from any thread; comm must still be destroyed.
  */
 COLL_API coll_result_t coll_comm_abort(coll_comm_t *comm);
+
+/**
+ * @brief Revoke comm on every rank: pending and later operations on it fail with
+ *        COLL_ERR_REVOKED everywhere, so that all survivors stop and can shrink it.
+ */
+COLL_API coll_result_t coll_comm_revoke(coll_comm_t *comm);
+
+/**
+ * @brief Collective over the survivors of a failure: agree on which ranks are alive (those
+ *        that call it before the communicator's timeout) and build a communicator of them,
+ *        ranked in their old order. comm stays to be destroyed. Needs the bootstrap root
+ *        (in old rank 0's process) alive.
+ */
+COLL_API coll_result_t coll_comm_shrink(coll_comm_t *comm, coll_comm_t **newcomm_p);
 
 /** @brief This process' rank in comm. */
 COLL_API coll_result_t coll_comm_rank(const coll_comm_t *comm, int *rank_p);

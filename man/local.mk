@@ -21,6 +21,8 @@ dist_man_MANS += \
     man/man3/coll_comm_init_rank_config.3 \
     man/man3/coll_comm_last_error.3 \
     man/man3/coll_comm_rank.3 \
+    man/man3/coll_comm_revoke.3 \
+    man/man3/coll_comm_shrink.3 \
     man/man3/coll_comm_size.3 \
     man/man3/coll_comm_split.3 \
     man/man3/coll_compress.3 \

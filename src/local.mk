@@ -11,7 +11,7 @@ COLL_LIB_SOURCES += \
     src/engine/engine.h src/engine/engine.c src/engine/task.c src/engine/wait.c \
     src/engine/window.c \
     src/api/comm.h src/api/comm.c src/api/colls.c src/api/check.c src/api/check.h \
-    src/api/request.c src/api/init.c src/api/info.c src/api/tune.h src/api/tune.c \
+    src/api/request.c src/api/init.c src/api/shrink.c src/api/info.c src/api/tune.h src/api/tune.c \
     src/api/tune_topo.c
 
 # Topology: the host model, links between devices, and its two sources (hwloc when configure

@@ -86,7 +86,7 @@ tests_mp_test_alltoall_CPPFLAGS = $(TEST_CPPFLAGS) -DMP_COLL=5
 tests_mp_test_alltoall_LDADD = $(TEST_MP_LDADD)
 
 # ---- multi-process API, point-to-point and failure tests ----
-MP_OTHER_TESTS = tests/mp/test_p2p tests/mp/test_split tests/mp/test_failures tests/mp/test_args \
+MP_OTHER_TESTS = tests/mp/test_p2p tests/mp/test_split tests/mp/test_failures tests/mp/test_shrink tests/mp/test_args \
     tests/mp/test_window
 check_PROGRAMS += $(MP_OTHER_TESTS)
 tests_mp_test_p2p_SOURCES = tests/mp/test_p2p.c
@@ -95,6 +95,9 @@ tests_mp_test_p2p_LDADD = $(TEST_MP_LDADD)
 tests_mp_test_split_SOURCES = tests/mp/test_split.c
 tests_mp_test_split_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_mp_test_split_LDADD = $(TEST_MP_LDADD)
+tests_mp_test_shrink_SOURCES = tests/mp/test_shrink.c
+tests_mp_test_shrink_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_mp_test_shrink_LDADD = $(TEST_MP_LDADD)
 tests_mp_test_failures_SOURCES = tests/mp/test_failures.c
 tests_mp_test_failures_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_mp_test_failures_LDADD = $(TEST_UNIT_LDADD)

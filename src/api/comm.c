@@ -387,7 +387,7 @@ err:
     if (coll_get_last_error()[0] == '\0') { /* say why even when the log is off */
         coll_set_last_error(st, "rank %d: %s", rank,
                             coll_log_last_error()[0] != '\0' ? coll_log_last_error()
-                                                              : coll_strerror(st));
+                                                             : coll_strerror(st));
     }
     if (comm->bs != NULL) {
         coll_bootstrap_abort(comm->bs, coll_get_last_error());

@@ -73,6 +73,7 @@ struct coll_comm {
 
     /* errors: first failure wins and is sticky */
     atomic_int    aborted;
+    atomic_int    revoked;
     coll_result_t error;
     char          last_error[512];
 };

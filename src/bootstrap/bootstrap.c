@@ -101,6 +101,9 @@ static coll_result_t boot_recv(coll_bootstrap_t *bs, coll_boot_hdr_t *h, void *b
                              scratch);
         case COLL_BOOT_ERROR:
             return boot_fail(bs, COLL_ERR_REMOTE, "bootstrap failed: %s", scratch);
+        case COLL_BOOT_REVOKE:
+            return boot_fail(bs, COLL_ERR_REVOKED, "rank %d revoked the communicator: %s", h->rank,
+                             scratch);
         default:
             break; /* WELCOME, FIN: the caller looks at the type */
         }
@@ -313,4 +316,83 @@ void coll_bootstrap_auth_key(const coll_bootstrap_t *bs, const char *purpose, ui
                              coll_auth_key_t *key)
 {
     coll_auth_derive(bs->secret, purpose, ctx, key);
+}
+
+void coll_bootstrap_revoke(coll_bootstrap_t *bs, const char *reason)
+{
+    boot_send(bs, COLL_BOOT_REVOKE, 0, reason, (uint32_t)strlen(reason) + 1, coll_time_s() + 1.0);
+}
+
+/* Read and drop len bytes of a message this call does not want. */
+static coll_result_t boot_skip(coll_bootstrap_t *bs, uint32_t len, double deadline)
+{
+    char buf[512];
+    while (len > 0) {
+        uint32_t n = len < sizeof(buf) ? len : (uint32_t)sizeof(buf);
+        COLL_CHECK(coll_sock_recv_all(bs->fd, buf, n, deadline));
+        len -= n;
+    }
+    return COLL_OK;
+}
+
+coll_result_t coll_bootstrap_shrink(coll_bootstrap_t *bs, double deadline, int32_t *survivors,
+                                    int *nsurvivors_p, coll_unique_id_t *id_p)
+{
+    coll_boot_hdr_t    h;
+    coll_boot_shrunk_t head;
+    char               why[200];
+    coll_result_t      st;
+    uint32_t           max = (uint32_t)(sizeof(head) + sizeof(int32_t) * (size_t)bs->nranks);
+
+    coll_boot_hdr_fill(&h, COLL_BOOT_SHRINK, bs->job_tag, bs->rank, 0, 0);
+    st = coll_sock_send_all(bs->fd, &h, sizeof(h), deadline);
+    while (st == COLL_OK) {
+        st = coll_sock_recv_all(bs->fd, &h, sizeof(h), deadline);
+        if (st != COLL_OK) {
+            break;
+        }
+        if (coll_boot_hdr_check(&h, bs->job_tag, COLL_BOOT_MAX_PAYLOAD, why, sizeof(why)) !=
+            COLL_OK) {
+            return coll_set_last_error(COLL_ERR_TRANSPORT,
+                                       "rank %d: bad message from the bootstrap root: %s", bs->rank,
+                                       why);
+        }
+        if (h.type != COLL_BOOT_SHRUNK) { /* notices of the failure that led here */
+            st = boot_skip(bs, h.len, deadline);
+            continue;
+        }
+        if (h.len < sizeof(head) || h.len > max) {
+            return coll_set_last_error(COLL_ERR_TRANSPORT,
+                                       "rank %d: shrink answer of %u bytes, expected %zu..%u",
+                                       bs->rank, h.len, sizeof(head), max);
+        }
+        COLL_CHECK(coll_sock_recv_all(bs->fd, &head, sizeof(head), deadline));
+        if (head.nsurvivors < 0 || head.nsurvivors > bs->nranks ||
+            h.len != sizeof(head) + sizeof(int32_t) * (size_t)head.nsurvivors) {
+            return coll_set_last_error(COLL_ERR_TRANSPORT,
+                                       "rank %d: shrink answer names %d survivors in %u bytes",
+                                       bs->rank, head.nsurvivors, h.len);
+        }
+        COLL_CHECK(coll_sock_recv_all(bs->fd, survivors, sizeof(int32_t) * (size_t)head.nsurvivors,
+                                      deadline));
+        for (int i = 0; i < head.nsurvivors; i++) {
+            if (survivors[i] < 0 || survivors[i] >= bs->nranks ||
+                (i > 0 && survivors[i] <= survivors[i - 1])) {
+                return coll_set_last_error(COLL_ERR_TRANSPORT,
+                                           "rank %d: shrink answer lists rank %d out of order",
+                                           bs->rank, survivors[i]);
+            }
+        }
+        *nsurvivors_p = head.nsurvivors;
+        *id_p         = head.id;
+        return COLL_OK;
+    }
+    if (st == COLL_ERR_TIMEOUT) {
+        return coll_set_last_error(st, "rank %d: the survivors did not agree before the deadline",
+                                   bs->rank);
+    }
+    return coll_set_last_error(COLL_ERR_REMOTE,
+                               "rank %d: cannot shrink: the bootstrap root is gone (it runs in "
+                               "rank 0's process, which died?)",
+                               bs->rank);
 }

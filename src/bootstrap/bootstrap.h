@@ -41,6 +41,12 @@ coll_result_t coll_bootstrap_barrier(coll_bootstrap_t *bs, double deadline);
 coll_result_t coll_bootstrap_poll(coll_bootstrap_t *bs, char *msg, size_t msglen);
 /* Tell every rank that this one aborted. */
 void coll_bootstrap_abort(coll_bootstrap_t *bs, const char *reason);
+/* Tell every rank that the communicator is revoked (they fail with COLL_ERR_REVOKED). */
+void coll_bootstrap_revoke(coll_bootstrap_t *bs, const char *reason);
+/* Survivors' agreement, through the root, even after a failure: returns the ordered old ranks
+ * that continue (survivors has room for nranks) and the unique id of their communicator. */
+coll_result_t coll_bootstrap_shrink(coll_bootstrap_t *bs, double deadline, int32_t *survivors,
+                                    int *nsurvivors_p, coll_unique_id_t *id_p);
 /* Collective close: BYE, then wait (until deadline) for every rank's BYE; frees bs. */
 coll_result_t coll_bootstrap_close(coll_bootstrap_t *bs, double deadline);
 /* The control socket (readable when a notice arrives). */

@@ -3,7 +3,9 @@
  * The bootstrap root: one thread per unique id, in the process that created the id. It
  * accepts ranks (validating every header; strays are logged and dropped without disturbing
  * the job), runs gather rounds, relays ABORT, turns a member's disconnect before BYE into a
- * DEATH notice for everyone else, enforces the join deadline, and ends after every BYE.
+ * DEATH notice for everyone else, enforces the join deadline, relays REVOKE, runs a shrink
+ * (the survivors ask, it waits for every rank still connected or the deadline, starts the root
+ * of their new communicator and tells them who they are), and ends after every BYE.
  */
 #include "auth.h"
 #include "bootstrap.h"
@@ -28,6 +30,7 @@ typedef struct root_conn {
     int               fd;
     int               rank; /* -1 until HELLO accepted */
     int               said_bye;
+    int               asked_shrink;
     double            opened;
     coll_sockaddr_t   from;
     int               authed; /* the response proved the job secret */
@@ -46,6 +49,10 @@ struct coll_boot_root {
     uint64_t          job_tag;
     uint64_t          nonce;
     coll_auth_key_t   key;
+    coll_sockaddr_t   bind_addr, adv_addr; /* port 0: for the root of a shrunk communicator */
+    double            shrink_deadline;     /* 0: nobody asked to shrink yet */
+    char             *shrunk;              /* the answer, once decided: payload of SHRUNK */
+    uint32_t          shrunk_len;
     int               nranks; /* from the first accepted hello */
     root_conn_t     **conns;
     int               nconns;
@@ -187,6 +194,65 @@ static void root_count_finished(coll_boot_root_t *r)
     }
 }
 
+/* Decide the shrink once nobody is left to ask (every rank still connected has asked, or has
+ * finished or died) or the deadline passed; then start the survivors' root and answer them. */
+static void root_shrink_check(coll_boot_root_t *r)
+{
+    int      pending = 0, n = 0;
+    uint64_t nonce;
+    uint8_t  secret[16];
+    if (r->shrink_deadline == 0 || r->shrunk != NULL || r->nranks < 1) {
+        return;
+    }
+    for (int i = 0; i < r->nranks; i++) {
+        root_conn_t *c = r->by_rank[i];
+        pending += c != NULL && !c->said_bye && !c->asked_shrink;
+    }
+    if (pending > 0 && coll_time_s() < r->shrink_deadline) {
+        return;
+    }
+    size_t len = sizeof(coll_boot_shrunk_t) + sizeof(int32_t) * (size_t)r->nranks;
+    char  *buf = coll_calloc(1, len, "shrink answer");
+    if (buf == NULL) {
+        return;
+    }
+    coll_boot_shrunk_t *h    = (coll_boot_shrunk_t *)buf;
+    int32_t            *list = (int32_t *)(buf + sizeof(*h));
+    for (int i = 0; i < r->nranks; i++) {
+        if (r->by_rank[i] != NULL && r->by_rank[i]->asked_shrink && !r->by_rank[i]->said_bye) {
+            list[n++] = i;
+        }
+    }
+    h->nsurvivors = n;
+    if (coll_random_bytes(secret, sizeof(secret)) != COLL_OK ||
+        coll_random_bytes(&nonce, sizeof(nonce)) != COLL_OK ||
+        coll_boot_root_start(&r->bind_addr, &r->adv_addr, secret, nonce, &h->id) != COLL_OK) {
+        h->nsurvivors = 0; /* the survivors learn that it failed */
+    }
+    r->shrunk     = buf;
+    r->shrunk_len = (uint32_t)(sizeof(*h) + sizeof(int32_t) * (size_t)n);
+    coll_info(BOOTSTRAP, "root: shrink decided: %d of %d ranks continue (%d did not ask in time)",
+              n, r->nranks, pending);
+    for (int i = 0; i < r->nranks; i++) {
+        if (r->by_rank[i] != NULL && r->by_rank[i]->asked_shrink && !r->by_rank[i]->said_bye) {
+            root_send(r, r->by_rank[i], COLL_BOOT_SHRUNK, -1, 0, r->shrunk, r->shrunk_len);
+        }
+    }
+}
+
+static void root_shrink_ask(coll_boot_root_t *r, root_conn_t *c)
+{
+    c->asked_shrink = 1;
+    if (r->shrunk != NULL) { /* too late: it was decided without this rank */
+        root_send(r, c, COLL_BOOT_SHRUNK, -1, 0, r->shrunk, r->shrunk_len);
+        return;
+    }
+    if (r->shrink_deadline == 0) {
+        r->shrink_deadline = coll_time_s() + coll_param_time(COLL_P_TIMEOUT);
+    }
+    root_shrink_check(r);
+}
+
 static void root_message(coll_boot_root_t *r, root_conn_t *c)
 {
     switch (c->hdr.type) {
@@ -194,7 +260,12 @@ static void root_message(coll_boot_root_t *r, root_conn_t *c)
         root_gather(r, c);
         break;
     case COLL_BOOT_ABORT:
-        root_broadcast(r, COLL_BOOT_ABORT, c->rank, 0, c->payload, c->hdr.len, c->rank);
+    case COLL_BOOT_REVOKE:
+        root_broadcast(r, (coll_boot_type_t)c->hdr.type, c->rank, 0, c->payload, c->hdr.len,
+                       c->rank);
+        break;
+    case COLL_BOOT_SHRINK:
+        root_shrink_ask(r, c);
         break;
     case COLL_BOOT_BYE:
         c->said_bye = 1;
@@ -219,6 +290,7 @@ static void root_lost(coll_boot_root_t *r, root_conn_t *c, const char *cause)
     root_broadcast(r, COLL_BOOT_DEATH, c->rank, 0, msg, (uint32_t)strlen(msg) + 1, c->rank);
     c->said_bye = 1; /* it will never say BYE itself */
     root_count_finished(r);
+    root_shrink_check(r);
 }
 
 /* Before anything else a connection must answer the challenge with the job secret; nothing it
@@ -363,6 +435,7 @@ static void root_expire(coll_boot_root_t *r)
 {
     char   msg[200], addr[80];
     double now = coll_time_s();
+    root_shrink_check(r);
     for (int i = r->nconns - 1; i >= 0; i--) {
         root_conn_t *c = r->conns[i];
         if (c->rank < 0 && now - c->opened > ROOT_HELLO_TIMEOUT) {
@@ -495,9 +568,13 @@ coll_result_t coll_boot_root_start(const coll_sockaddr_t *bind_addr,
     if (r == NULL) {
         return COLL_ERR_NO_MEMORY;
     }
-    r->nranks  = -1;
-    r->job_tag = coll_boot_job_tag(secret);
-    r->nonce   = nonce;
+    r->nranks    = -1;
+    r->job_tag   = coll_boot_job_tag(secret);
+    r->nonce     = nonce;
+    r->bind_addr = addr;
+    r->adv_addr  = adv;
+    coll_sock_set_port(&r->bind_addr, 0);
+    coll_sock_set_port(&r->adv_addr, 0);
     coll_auth_derive(secret, "bootstrap", nonce, &r->key);
     r->join_deadline = coll_time_s() + coll_param_time(COLL_P_BOOTSTRAP_TIMEOUT);
     COLL_CHECK_GOTO(coll_sock_listen(&addr, 1024, &r->listen_fd), st, err_free);
@@ -551,6 +628,7 @@ void coll_boot_root_join(uint64_t nonce)
     close(r->wake[1]);
     close(r->listen_fd);
     coll_free(r->by_rank);
+    coll_free(r->shrunk);
     coll_free(r->gather_buf);
     coll_free(r->conns);
     coll_free(r);

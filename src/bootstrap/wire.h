@@ -26,6 +26,9 @@ typedef enum {
     COLL_BOOT_BYE,       /* rank -> root: done with the communicator */
     COLL_BOOT_FIN,       /* root -> rank: everyone said BYE, close */
     COLL_BOOT_ERROR,     /* root -> rank: job failed (payload: text), e.g. join deadline */
+    COLL_BOOT_REVOKE,    /* rank -> root -> everyone: the communicator is revoked */
+    COLL_BOOT_SHRINK,    /* rank -> root: this rank survives and asks to shrink */
+    COLL_BOOT_SHRUNK,    /* root -> survivors: coll_boot_shrunk_t, then int32 old ranks */
     COLL_BOOT_TYPE_MAX
 } coll_boot_type_t;
 
@@ -45,6 +48,13 @@ typedef struct {
     int32_t  rank;
     uint64_t comm_nonce; /* must be equal across ranks: same unique id */
 } coll_boot_hello_t;
+
+/* The root's answer to a shrink: who survives and the unique id of their new communicator. */
+typedef struct {
+    int32_t          nsurvivors;
+    int32_t          reserved;
+    coll_unique_id_t id;
+} coll_boot_shrunk_t;
 
 /* Layout of coll_unique_id_t.internal (fits in COLL_UNIQUE_ID_BYTES). */
 typedef struct {

@@ -40,8 +40,14 @@ typedef struct {
 
 static volatile int fired; /* the fault has been injected */
 
-static opts_t o = {.fault = "none", .coll = "allreduce", .dir = ".", .victim = 1, .at = 3,
-                   .iters = 10, .count = 1 << 16, .seed = 1};
+static opts_t o = {.fault  = "none",
+                   .coll   = "allreduce",
+                   .dir    = ".",
+                   .victim = 1,
+                   .at     = 3,
+                   .iters  = 10,
+                   .count  = 1 << 16,
+                   .seed   = 1};
 
 static double wall(void)
 {
@@ -198,7 +204,7 @@ static coll_result_t run_one(coll_comm_t *c, float *a, float *b, int it)
     for (size_t i = 0; i < n; i++) {
         a[i] = (float)((o.rank + 1) * ((int)i % 7 + it));
     }
-    float sum_ranks = (float)(o.nranks * (o.nranks + 1) / 2);
+    float         sum_ranks = (float)(o.nranks * (o.nranks + 1) / 2);
     coll_result_t st;
     if (strcmp(o.coll, "allreduce") == 0) {
         st = coll_allreduce(a, b, n, COLL_FLOAT32, COLL_SUM, c);
@@ -293,8 +299,7 @@ int main(int argc, char **argv)
             have_thread = injecting = pthread_create(&t, NULL, fault_thread, NULL) == 0;
         }
         /* the fault lands while collectives remain: the victim goes no further until then */
-        while (it == o.at + 2 && injecting &&
-               !__atomic_load_n(&fired, __ATOMIC_SEQ_CST)) {
+        while (it == o.at + 2 && injecting && !__atomic_load_n(&fired, __ATOMIC_SEQ_CST)) {
             usleep(100);
         }
         st = run_one(comm, a, b, it);

@@ -76,9 +76,10 @@ static uint64_t next(void)
 
 static size_t mutate(uint8_t *buf, size_t len, size_t cap)
 {
-    static const uint64_t special[] = {0, 1, 0x7f, 0x80, 0xff, 0x7fffffff, 0x80000000u,
-                                       0xffffffffu, (uint64_t)1 << 46, UINT64_MAX, 4096, 65536};
-    int                   rounds    = 1 + (int)(next() % 4);
+    static const uint64_t special[] = {
+        0,          1,    0x7f, 0x80, 0xff, 0x7fffffff, 0x80000000u, 0xffffffffu, (uint64_t)1 << 46,
+        UINT64_MAX, 4096, 65536};
+    int rounds = 1 + (int)(next() % 4);
     for (int k = 0; k < rounds; k++) {
         size_t pos = len > 0 ? next() % len : 0;
         switch (next() % 7) {
@@ -114,7 +115,7 @@ static size_t mutate(uint8_t *buf, size_t len, size_t cap)
         }
         case 5: /* splice the tail of another input */
         {
-            const input_t *o = &inputs[next() % (uint64_t)ninputs];
+            const input_t *o    = &inputs[next() % (uint64_t)ninputs];
             size_t         from = o->len > 0 ? next() % o->len : 0;
             for (size_t i = from; i < o->len && pos < cap; i++) {
                 buf[pos++] = o->data[i];
@@ -137,7 +138,7 @@ static size_t mutate(uint8_t *buf, size_t len, size_t cap)
 
 int main(int argc, char **argv)
 {
-    long runs = 20000;
+    long runs   = 20000;
     int  nfiles = 0;
 
     LLVMFuzzerInitialize(&argc, &argv);

@@ -15,7 +15,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    size_t          pos = 0;
+    size_t          pos    = 0;
     int             joined = 0;
     char            why[256];
     coll_boot_hdr_t h;
@@ -34,8 +34,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         if (!joined) {
             coll_boot_hello_t hello;
-            if (coll_boot_hello_parse(&h, data + pos, NONCE, &hello, why, sizeof(why)) !=
-                COLL_OK) {
+            if (coll_boot_hello_parse(&h, data + pos, NONCE, &hello, why, sizeof(why)) != COLL_OK) {
                 break;
             }
             FUZZ_REQUIRE(hello.nranks >= 1 && hello.nranks <= COLL_BOOT_MAX_RANKS);

@@ -67,17 +67,17 @@ static void boot_seeds(void)
 static void tcp_seeds(void)
 {
     uint8_t          b[1 + 4 * COLL_TCP_FRAME_HDR];
-    coll_tcp_hello_t h = {.magic      = COLL_TCP_HELLO_MAGIC,
-                          .version    = COLL_TCP_VERSION,
-                          .sock_index = 1,
-                          .job_tag    = 0xabcdef,
-                          .from_rank  = 2,
-                          .to_rank    = 5,
-                          .comm_id    = 0x1234,
-                          .nsocks     = 2,
-                          .frag_size  = 65536};
-    uint64_t frames[4][3] = {{4096, 0, 8192}, {4096, 4096, 8192}, {0, 0, 0}, {100, 0, 100}};
-    b[0]                  = 0;
+    coll_tcp_hello_t h            = {.magic      = COLL_TCP_HELLO_MAGIC,
+                                     .version    = COLL_TCP_VERSION,
+                                     .sock_index = 1,
+                                     .job_tag    = 0xabcdef,
+                                     .from_rank  = 2,
+                                     .to_rank    = 5,
+                                     .comm_id    = 0x1234,
+                                     .nsocks     = 2,
+                                     .frag_size  = 65536};
+    uint64_t         frames[4][3] = {{4096, 0, 8192}, {4096, 4096, 8192}, {0, 0, 0}, {100, 0, 100}};
+    b[0]                          = 0;
     for (int i = 0; i < 4; i++) {
         uint8_t *p = b + 1 + i * COLL_TCP_FRAME_HDR;
         coll_tcp_put32(p, COLL_TCP_FRAME_MAGIC);
@@ -174,7 +174,7 @@ static void shm_seeds(void)
 static void ckpt_seeds(void)
 {
     static uint8_t          b[8192];
-    coll_zero_ckpt_header_t h = {COLL_ZERO_CKPT_MAGIC, COLL_ZERO_CKPT_VERSION, 1, 2, 2, 2};
+    coll_zero_ckpt_header_t h    = {COLL_ZERO_CKPT_MAGIC, COLL_ZERO_CKPT_VERSION, 1, 2, 2, 2};
     coll_zero_ckpt_seg_t    s[2] = {{0, 100}, {2048, 300}};
     size_t                  n    = 0;
     memcpy(b, &h, sizeof(h));
