@@ -5,9 +5,28 @@
  * non-blocking twin followed by coll_wait.
  */
 #include "api/check.h"
+#include "bootstrap/bootstrap.h"
 #include "cuda/cuda.h"
 #include "engine/engine.h"
 #include "error.h"
+#include "util.h"
+
+/* A rank's death must not go unnoticed when no call happens to wait on it (a reduce's senders,
+ * a broadcast's root with a dead leaf finish at once): before starting a call, look at the
+ * bootstrap's notices, at most once a millisecond (one poll(2) of a socket). */
+static void colls_notice_failures(coll_comm_t *comm)
+{
+    char   msg[256];
+    double now = coll_time_s();
+    if (comm->bs == NULL || comm->error != COLL_OK || now - comm->notices_polled < 1e-3) {
+        return;
+    }
+    comm->notices_polled = now;
+    coll_result_t st     = coll_bootstrap_poll(comm->bs, msg, sizeof(msg));
+    if (st != COLL_OK) {
+        coll_comm_fail(comm, st, "rank %d: %s", comm->rank, msg);
+    }
+}
 
 static coll_result_t colls_start(coll_comm_t *comm, const char *fn, coll_args_t *a,
                                  const void *sendbuf, void *recvbuf, coll_request_t **req_p)
@@ -25,6 +44,11 @@ static coll_result_t colls_start(coll_comm_t *comm, const char *fn, coll_args_t 
         return coll_cuda_start(comm, a, sendbuf, recvbuf, NULL, 0, req_p);
     }
     pthread_mutex_lock(&comm->lock);
+    colls_notice_failures(comm);
+    if (comm->error != COLL_OK) {
+        pthread_mutex_unlock(&comm->lock);
+        return coll_set_last_error(comm->error, "%s", comm->last_error);
+    }
     st = coll_engine_start(comm, a, sendbuf, recvbuf, &req);
     pthread_mutex_unlock(&comm->lock);
     if (st == COLL_OK) {

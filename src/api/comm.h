@@ -55,8 +55,9 @@ struct coll_comm {
     struct coll_request     *zombies;  /* failed, parked until destroy */
     struct coll_sched_entry *cache[COLL_SCHED_CACHE];
     uint64_t                 cache_clock;
-    double                   last_progress; /* when any step last completed */
-    void                    *scratch_spare; /* a finished request's scratch, kept for reuse */
+    double                   last_progress;  /* when any step last completed */
+    double                   notices_polled; /* when colls_start last read bootstrap notices */
+    void                    *scratch_spare;  /* a finished request's scratch, kept for reuse */
     size_t                   scratch_spare_cap;
     char                    *algo_override;
     coll_layout_t            layout;        /* hosts of the ranks (src/api/tune.c) */
