@@ -10,6 +10,7 @@
 #include "topo/local.h"
 #include "topo/nic.h"
 #include "engine/engine.h"
+#include "engine/diag.h"
 #include "error.h"
 #include "log.h"
 #include "param.h"
@@ -294,6 +295,7 @@ out:
 
 static void comm_free(coll_comm_t *comm)
 {
+    coll_diag_unregister(comm);
     coll_cuda_comm_destroy(comm);
     for (int p = 0; comm->eps != NULL && p < comm->nranks; p++) {
         if (comm->eps[p] != NULL && comm->eps[p]->ops->ep_close != NULL) {
@@ -307,6 +309,7 @@ static void comm_free(coll_comm_t *comm)
     }
     coll_engine_free_zombies(comm);
     coll_engine_cache_clear(comm);
+    coll_diag_stats_free(comm);
     pthread_mutex_destroy(&comm->lock);
     comm->magic = 0;
     coll_free(comm->peers);
@@ -377,6 +380,7 @@ coll_result_t coll_comm_create(coll_comm_t **comm_p, int nranks, const coll_uniq
     COLL_CHECK_GOTO(comm_connect(comm, deadline), st, err);
     COLL_CHECK_GOTO(coll_tune_init(comm, deadline), st, err);
     comm->last_progress = coll_time_s();
+    coll_diag_register(comm);
     coll_info(INIT, "rank %d of %d ready (comm %016llx%s%s)", rank, nranks,
               (unsigned long long)comm->comm_id, comm->name[0] ? ", " : "", comm->name);
     *comm_p = comm;

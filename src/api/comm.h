@@ -69,6 +69,8 @@ struct coll_comm {
     uint64_t win_done;      /* bit k: epoch win_acked + 1 + k finished here (out of order) */
     uint64_t win_all_acked; /* every rank acknowledged every epoch <= this (cache) */
 
+    struct coll_diag_stats *stats; /* arrival record (src/engine/stats.c), made at first use */
+
     struct coll_cuda_comm *cuda; /* device operations (src/cuda/), made at the first one */
 
     /* errors: first failure wins and is sticky */
