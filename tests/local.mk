@@ -116,10 +116,10 @@ TESTS += tests/unit/test_reduce tests/unit/test_params tests/unit/test_log_filte
 
 dist_check_SCRIPTS += tests/docs/check-getenv.sh tests/docs/check-format.sh tests/tools/test_launchers.sh \
     tests/mp/test_multihost.sh tests/tools/test_netns.sh tests/tools/test_collinfo.sh \
-    tests/tools/test_nic_netns.sh tests/tools/test_topo_comm.sh
+    tests/tools/test_nic_netns.sh tests/tools/test_topo_comm.sh tests/tools/test_doctor.sh
 TESTS += tests/docs/check-getenv.sh tests/docs/check-format.sh tests/tools/test_launchers.sh \
     tests/mp/test_multihost.sh tests/tools/test_netns.sh tests/tools/test_collinfo.sh \
-    tests/tools/test_nic_netns.sh tests/tools/test_topo_comm.sh
+    tests/tools/test_nic_netns.sh tests/tools/test_topo_comm.sh tests/tools/test_doctor.sh
 # Sourced by test_netns.sh and bench/{algo,train}_sweep.sh: hosts as network namespaces.
 EXTRA_DIST += tests/tools/netns_lib.sh
 # Machines as hwloc XML, for collinfo topo and the topology tests (COLL_TOPO_FILE replays them).
