@@ -18,6 +18,13 @@
 #include <unistd.h>
 
 #define SOAK_RSS_SLACK (1024 * 1024) /* allocator noise allowed over the run, bytes */
+/* AddressSanitizer's quarantine holds freed memory back (RSS grows by design there); its own
+ * leak check covers that build, and fds and segments are still checked. */
+#if defined(__SANITIZE_ADDRESS__)
+#define SOAK_RSS_OK(_base, _end) 1
+#else
+#define SOAK_RSS_OK(_base, _end) ((_end).rss - (_base).rss <= SOAK_RSS_SLACK)
+#endif
 #define SOAK_MAX_SEGS  64
 
 typedef struct {
@@ -127,7 +134,7 @@ static int soak_colls(int rank, int n, coll_comm_t *comm, long colls)
                1e6 * dt / (double)(colls > 0 ? colls : 1));
     }
     soak_print(rank, "after the collectives", &base, &end);
-    ASSERT_TRUE(end.rss - base.rss <= SOAK_RSS_SLACK);
+    ASSERT_TRUE(SOAK_RSS_OK(base, end));
     ASSERT_EQ(end.fds, base.fds);
     ASSERT_EQ(end.segs, base.segs);
     return 0;
@@ -176,7 +183,7 @@ static int soak_cycles(int rank, coll_comm_t *world, long cycles)
         printf("%ld communicator create/destroy cycles in %.1f s\n", cycles, now_s() - t0);
     }
     soak_print(rank, "after the cycles", &base, &end);
-    ASSERT_TRUE(end.rss - base.rss <= SOAK_RSS_SLACK);
+    ASSERT_TRUE(SOAK_RSS_OK(base, end));
     ASSERT_EQ(end.fds, base.fds);
     ASSERT_EQ(end.segs, base.segs);
     return 0;
