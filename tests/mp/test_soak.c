@@ -4,13 +4,16 @@
  * cycles (coll_comm_split of the world, each a fresh bootstrap, transport connections and
  * /dev/shm segments), checking on every rank that resident memory, open file descriptors and
  * mapped /dev/shm segments stay flat, and that every segment a destroyed communicator mapped
- * is gone from /dev/shm. The default counts suit make check; the full soak is
+ * is gone from /dev/shm; then a shm job with a rank killed by SIGKILL, after which none of the
+ * segments its ranks mapped may be left in /dev/shm. The default counts suit make check; the
+ * full soak is
  *   tests/mp/test_soak --colls 1000000 --cycles 10000
  * Usage: test_soak [--colls N] [--cycles M] [--ranks R]
  */
 #include "coll_test.h"
 
 #include <dirent.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,7 +28,7 @@
 #else
 #define SOAK_RSS_OK(_base, _end) ((_end).rss - (_base).rss <= SOAK_RSS_SLACK)
 #endif
-#define SOAK_MAX_SEGS  64
+#define SOAK_MAX_SEGS 64
 
 typedef struct {
     long colls;
@@ -197,6 +200,49 @@ static int soak_rank(int rank, int n, coll_comm_t *comm, void *arg)
     return 0;
 }
 
+/* ---- 3: a job with a killed rank leaves no /dev/shm segment behind ---- */
+static int soak_killed(int rank, int n, coll_comm_t *comm, void *arg)
+{
+    const char *list = arg;
+    char        names[SOAK_MAX_SEGS][64];
+    int         x = 1, y = 0, nseg = soak_segs(names, SOAK_MAX_SEGS);
+    FILE       *f = fopen(list, "a");
+    ASSERT_TRUE(f != NULL);
+    for (int i = 0; i < nseg; i++) {
+        fprintf(f, "%s\n", names[i]);
+    }
+    fclose(f);
+    ASSERT_OK(coll_barrier(comm)); /* every rank listed its segments */
+    if (rank == n - 1) {
+        raise(SIGKILL);
+    }
+    coll_result_t st = coll_allreduce(&x, &y, 1, COLL_INT32, COLL_SUM, comm);
+    ASSERT_TRUE(st == COLL_ERR_REMOTE || st == COLL_ERR_TRANSPORT);
+    return 0;
+}
+
+/* After the job: none of the listed segments may exist. Returns the number left over. */
+static int soak_leftovers(const char *list, int *listed_p)
+{
+    char  name[128], path[200];
+    int   left = 0;
+    FILE *f    = fopen(list, "r");
+    *listed_p  = 0;
+    if (f == NULL) {
+        return 0;
+    }
+    while (fscanf(f, "%127s", name) == 1) {
+        snprintf(path, sizeof(path), "/dev/shm/%s", name);
+        (*listed_p)++;
+        if (access(path, F_OK) == 0) {
+            printf("left over after the killed job: %s\n", path);
+            left++;
+        }
+    }
+    fclose(f);
+    return left;
+}
+
 static long soak_count(const char *s, long max)
 {
     char *end;
@@ -240,5 +286,22 @@ int main(int argc, char **argv)
         fflush(stdout);
         failed += rc != 0;
     }
+    /* the shm transport's segments, with a rank killed while the job runs */
+    char list[] = "/tmp/test_soak.XXXXXX";
+    int  fd = mkstemp(list), listed = 0;
+    if (fd < 0) {
+        perror("test_soak: mkstemp");
+        return 99;
+    }
+    close(fd);
+    coll_test_opts_t k = {
+        .nranks = nranks < 2 ? 2 : nranks, .want_comm = 1, .timeout_s = 60, .transport = "shm"};
+    k.victim = k.nranks; /* 1 + the last rank */
+    int rc   = coll_test_run_ranks(&k, soak_killed, list);
+    int left = soak_leftovers(list, &listed);
+    printf("%s: killed shm job, %d segments mapped, %d left in /dev/shm\n",
+           rc != 0 || left != 0 || listed == 0 ? "FAIL" : "PASS", listed, left);
+    failed += rc != 0 || left != 0 || listed == 0;
+    unlink(list);
     return failed != 0;
 }
