@@ -19,7 +19,7 @@
 #include <string.h>
 
 #define DIAG_MAGIC      0x44534e43u /* "DSNC": a rank's answer in the desync exchange */
-#define DIAG_EXCHANGE_S 0.8         /* how long the ranks that timed out wait for each other */
+#define DIAG_EXCHANGE_S 0.5         /* how long the ranks that timed out wait for each other */
 #define DIAG_MAX_COMMS  256
 
 /* One rank's pending call, as exchanged (fixed size, the same on every rank). */
