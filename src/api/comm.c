@@ -367,6 +367,8 @@ coll_result_t coll_comm_create(coll_comm_t **comm_p, int nranks, const coll_uniq
     coll_result_t st;
     double        deadline = coll_time_s() + coll_param_time(COLL_P_BOOTSTRAP_TIMEOUT);
 
+    coll_set_last_error(COLL_OK, "%s", "");
+    coll_log_clear_last_error();
     COLL_CHECK(comm_alloc(&comm, nranks, rank, config));
     COLL_CHECK_GOTO(coll_bootstrap_connect(id, rank, nranks, deadline, &comm->bs), st, err);
     coll_peer_info_t self = {.rank = rank, .pid = (int)getpid(), .host_hash = coll_host_hash()};
@@ -386,6 +388,11 @@ coll_result_t coll_comm_create(coll_comm_t **comm_p, int nranks, const coll_uniq
     *comm_p = comm;
     return COLL_OK;
 err:
+    if (coll_get_last_error()[0] == '\0') { /* say why even when the log is off */
+        coll_set_last_error(st, "rank %d: %s", rank,
+                            coll_log_last_error()[0] != '\0' ? coll_log_last_error()
+                                                              : coll_strerror(st));
+    }
     if (comm->bs != NULL) {
         coll_bootstrap_abort(comm->bs, coll_get_last_error());
         coll_bootstrap_close(comm->bs, coll_time_s() + 1.0);

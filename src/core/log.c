@@ -271,3 +271,28 @@ void coll_log_emit(coll_log_level_t lvl, coll_subsys_t ss, const char *file, int
     log_write_all(log_fd, buf, len);
     errno = saved_errno;
 }
+
+static __thread char log_last_error[512];
+
+void coll_log_error(coll_subsys_t ss, const char *file, int line, const char *fmt, ...)
+{
+    va_list ap;
+    int     saved_errno = errno;
+    va_start(ap, fmt);
+    vsnprintf(log_last_error, sizeof(log_last_error), fmt, ap);
+    va_end(ap);
+    if (coll_log_enabled(COLL_LOG_ERROR, ss)) {
+        coll_log_emit(COLL_LOG_ERROR, ss, file, line, "%s", log_last_error);
+    }
+    errno = saved_errno;
+}
+
+const char *coll_log_last_error(void)
+{
+    return log_last_error;
+}
+
+void coll_log_clear_last_error(void)
+{
+    log_last_error[0] = '\0';
+}

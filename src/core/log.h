@@ -52,7 +52,13 @@ void        coll_log_emit(coll_log_level_t lvl, coll_subsys_t ss, const char *fi
             coll_log_emit((_lvl), COLL_SS_##_ss, __FILE__, __LINE__, __VA_ARGS__);                 \
     } while (0)
 
-#define coll_error(_ss, ...) coll_log(COLL_LOG_ERROR, _ss, __VA_ARGS__)
+/* Errors are also remembered per thread (coll_log_last_error), logged or not, so that a call
+ * failing deep inside (a transport's setup) can still tell its caller why. */
+void coll_log_error(coll_subsys_t ss, const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+const char *coll_log_last_error(void);
+void        coll_log_clear_last_error(void);
+#define coll_error(_ss, ...) coll_log_error(COLL_SS_##_ss, __FILE__, __LINE__, __VA_ARGS__)
 #define coll_warn(_ss, ...)  coll_log(COLL_LOG_WARN, _ss, __VA_ARGS__)
 #define coll_info(_ss, ...)  coll_log(COLL_LOG_INFO, _ss, __VA_ARGS__)
 #define coll_debug(_ss, ...) coll_log(COLL_LOG_DEBUG, _ss, __VA_ARGS__)

@@ -1,0 +1,161 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# Fault-injection suite: TRIALS trials (default 100) of each fault kind, each on a random
+# collective x algorithm x transport x rank count x victim, run under collrun with
+# COLL_TIMEOUT=2. Every trial must end without a hang (collrun's --timeout) and without a crash
+# (every rank but a killed victim leaves its result line), survivors must report an error
+# naming the cause within COLL_TIMEOUT + 1 s of the fault, and faults that must not disturb
+# the job (garbage on every port) must leave every result correct.
+#   usage: check-faults.sh [TRIALS] [KIND...]   (kinds: kill stop close corrupt garbage shmfull args)
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+top=${top_builddir:-$(cd "$here/../.." && pwd)}
+trials=${1:-100}
+shift || true
+kinds=${*:-kill stop close corrupt garbage shmfull args}
+collrun=$top/collrun
+prog=$top/tests/faults/fault_rank
+timeout_s=2
+RANDOM=${FAULT_SEED:-4242}
+work=$(mktemp -d /tmp/coll-faults.XXXXXX)
+[ -n "${FAULT_KEEP:-}" ] || trap 'rm -rf "$work"' EXIT
+fails=0
+total=0
+
+algos_for() { # collective transport -> algorithms to pick from
+    case $1 in
+    allreduce) echo "ring tree recursive_doubling rabenseifner" $([ "$2" = shm ] && echo oneshot twoshot) ;;
+    reduce_scatter) echo "ring recursive_halving" ;;
+    allgather) echo "ring bruck" ;;
+    broadcast | reduce) echo "ring tree" ;;
+    alltoall) echo "pairwise" ;;
+    barrier) echo "dissemination" ;;
+    esac
+}
+
+pick() { # words... -> one of them
+    local a=("$@")
+    echo "${a[RANDOM % ${#a[@]}]}"
+}
+
+fail() {
+    echo "FAIL: $*"
+    fails=$((fails + 1))
+}
+
+trial() { # kind index
+    local kind=$1 i=$2 d=$work/$1-$2 colls tp coll algo n victim count rc
+    mkdir -p "$d"
+    colls="allreduce reduce_scatter allgather broadcast reduce alltoall barrier"
+    case $kind in
+    close | corrupt) tp=tcp ;;
+    shmfull) tp=shm ;;
+    *) tp=$(pick shm tcp) ;;
+    esac
+    coll=$(pick $colls)
+    algo=$(pick $(algos_for "$coll" "$tp"))
+    n=$((2 + RANDOM % 3))
+    victim=$((RANDOM % n))
+    count=$(pick 4096 65536 262144)
+    local fault=$kind
+    [ "$kind" = shmfull ] && fault=none
+    local desc="$kind #$i: $coll:$algo over $tp, $n ranks, victim $victim, $count floats"
+    local cmd=("$collrun" --timeout 60 --grace 4 -n "$n" -x COLL_TRANSPORT="$tp"
+        -x COLL_ALGO="$coll:$algo" -x COLL_TIMEOUT=$timeout_s -x COLL_DEBUG=none
+        "$prog" --fault "$fault" --coll "$coll" --victim "$victim" --at 3 --iters 100
+        --count "$count" --seed "$RANDOM" --dir "$d")
+    if [ "$kind" = shmfull ]; then
+        # a private /dev/shm of 64 KiB: the segments cannot be created
+        unshare -m sh -c 'mount -t tmpfs -o size=64k tmpfs /dev/shm && exec "$@"' sh "${cmd[@]}" \
+            >"$d/out" 2>&1
+    else
+        "${cmd[@]}" >"$d/out" 2>&1
+    fi
+    rc=$?
+    total=$((total + 1))
+    if [ $rc = 124 ]; then
+        fail "$desc: hang (collrun --timeout)"
+        return
+    fi
+    local fault_t
+    fault_t=$(cut -d' ' -f1 "$d/fault" 2>/dev/null)
+    local r line code t msg errors=0
+    for ((r = 0; r < n; r++)); do
+        line=$(cat "$d/rank-$r" 2>/dev/null)
+        if [ -z "$line" ]; then
+            if { [ "$kind" = kill ] || [ "$kind" = stop ]; } && [ $r = "$victim" ]; then
+                continue
+            fi
+            fail "$desc: rank $r left no result (crashed?); collrun said: $(tail -3 "$d/out")"
+            return
+        fi
+        read -r code t msg <<<"${line#* }"
+        case $line in
+        ok) continue ;;
+        init-error*)
+            if [ "$kind" != shmfull ]; then
+                fail "$desc: rank $r failed to initialise: $line"
+                return
+            fi
+            case $msg in
+            */dev/shm* | *space* | *shared*) ;;
+            *)
+                fail "$desc: rank $r: init error does not name shared memory: $msg"
+                return
+                ;;
+            esac
+            errors=$((errors + 1))
+            continue
+            ;;
+        esac
+        errors=$((errors + 1))
+        # a wrong result is reported as -10; only junk written inside a TCP payload (which has
+        # no checksum) may cause one, and the stream's framing then fails too
+        [ "$code" = -10 ] && [ "$kind" != corrupt ] && { fail "$desc: rank $r computed a wrong result"; return; }
+        if [ -n "$fault_t" ] && awk -v t="$t" -v f="$fault_t" -v l=$((timeout_s + 1)) \
+            'BEGIN { exit !(t - f > l) }'; then
+            fail "$desc: rank $r reported $(awk -v t="$t" -v f="$fault_t" 'BEGIN{printf "%.2f", t - f}') s after the fault (limit $((timeout_s + 1)) s): $msg"
+            return
+        fi
+        if [ "$kind" = kill ] && [[ $msg != *"rank $victim"* ]]; then
+            fail "$desc: rank $r's error does not name the killed rank $victim: $msg"
+            return
+        fi
+    done
+    case $kind in
+    garbage)
+        [ $rc = 0 ] && [ $errors = 0 ] || fail "$desc: the job was disturbed (exit $rc, $errors errors)"
+        ;;
+    kill | stop)
+        # a survivor whose calls never depend on the victim (a leaf of a reduce) may finish
+        [ $errors -ge 1 ] || fail "$desc: no survivor reported the fault"
+        # a killed rank is named by everyone (checked above); a stopped one only by the ranks
+        # that wait on it directly, and those may hear of another survivor's abort first
+        ;;
+    close | corrupt)
+        if [[ $(cat "$d/fault" 2>/dev/null) != *none* ]]; then
+            [ $errors -ge 1 ] || fail "$desc: the fault went unnoticed"
+        fi
+        ;;
+    shmfull)
+        [ $errors = "$n" ] || fail "$desc: $errors of $n ranks reported the full /dev/shm"
+        ;;
+    esac
+}
+
+for kind in $kinds; do
+    start_fails=$fails
+    t0=$(date +%s)
+    for ((i = 1; i <= trials; i++)); do
+        if [ "$kind" = args ]; then
+            total=$((total + 1))
+            "$top/tests/mp/test_args" >"$work/args.out" 2>&1 || fail "args #$i: $(tail -3 "$work/args.out")"
+        else
+            trial "$kind" "$i"
+        fi
+    done
+    echo "faults: $kind: $trials trials, $((fails - start_fails)) failed ($(($(date +%s) - t0)) s)"
+done
+leftover=$(ls /dev/shm 2>/dev/null | grep -c '^coll-' || true)
+echo "faults: $total trials, $fails failed; /dev/shm segments left: $leftover"
+[ $fails = 0 ]
