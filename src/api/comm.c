@@ -391,7 +391,7 @@ err:
     if (coll_get_last_error()[0] == '\0') { /* say why even when the log is off */
         coll_set_last_error(st, "rank %d: %s", rank,
                             coll_log_last_error()[0] != '\0' ? coll_log_last_error()
-                                                              : coll_strerror(st));
+                                                             : coll_strerror(st));
     }
     if (comm->bs != NULL) {
         coll_bootstrap_abort(comm->bs, coll_get_last_error());
@@ -419,6 +419,15 @@ COLL_API coll_result_t coll_comm_destroy(coll_comm_t *comm)
     return st == COLL_ERR_TIMEOUT ? COLL_OK : st;
 }
 
+void coll_comm_abort_record(coll_comm_t *comm)
+{
+    if (comm->error == COLL_OK) {
+        snprintf(comm->last_error, sizeof(comm->last_error), "coll_comm_abort called on rank %d",
+                 comm->rank);
+        comm->error = COLL_ERR_ABORTED;
+    }
+}
+
 COLL_API coll_result_t coll_comm_abort(coll_comm_t *comm)
 {
     COLL_CHECK(coll_comm_check_handle(comm, "coll_comm_abort"));
@@ -427,10 +436,12 @@ COLL_API coll_result_t coll_comm_abort(coll_comm_t *comm)
     }
     char reason[128];
     snprintf(reason, sizeof(reason), "coll_comm_abort called on rank %d", comm->rank);
-    if (comm->error == COLL_OK) {
-        /* written without the lock on purpose: a waiter may hold it while sleeping */
-        snprintf(comm->last_error, sizeof(comm->last_error), "%s", reason);
-        comm->error = COLL_ERR_ABORTED;
+    /* A waiter may hold the lock while it sleeps in a transport: then it records the abort
+     * itself at its next check (coll_engine_check sees the flag), so the error is never
+     * written by two threads at once. */
+    if (pthread_mutex_trylock(&comm->lock) == 0) {
+        coll_comm_abort_record(comm);
+        pthread_mutex_unlock(&comm->lock);
     }
     if (comm->bs != NULL) {
         coll_bootstrap_abort(comm->bs, reason);
@@ -462,6 +473,9 @@ COLL_API coll_result_t coll_comm_size(const coll_comm_t *comm, int *size_p)
 COLL_API coll_result_t coll_comm_get_error(const coll_comm_t *comm)
 {
     COLL_CHECK(coll_comm_check_handle(comm, "coll_comm_get_error"));
+    if (comm->error == COLL_OK && atomic_load(&comm->aborted)) {
+        return COLL_ERR_ABORTED; /* a waiter has not recorded it yet */
+    }
     return comm->error;
 }
 

@@ -88,6 +88,9 @@ coll_result_t coll_comm_arg_error(coll_comm_t *comm, coll_result_t st, const cha
 coll_result_t coll_comm_fail(coll_comm_t *comm, coll_result_t st, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* This rank's coll_comm_abort as the communicator's error, unless it has one (lock held). */
+void coll_comm_abort_record(coll_comm_t *comm);
+
 /* comm.c: create from a unique id (used by init and split). */
 coll_result_t coll_comm_create(coll_comm_t **comm_p, int nranks, const coll_unique_id_t *id,
                                int rank, const coll_config_t *config);

@@ -22,7 +22,8 @@ coll_result_t coll_engine_check(coll_comm_t *comm, coll_task_t *req)
 {
     char msg[256];
     if (atomic_load(&comm->aborted)) {
-        return comm->error != COLL_OK ? comm->error : COLL_ERR_ABORTED;
+        coll_comm_abort_record(comm); /* the aborting thread could not take the lock */
+        return comm->error;
     }
     if (comm->bs != NULL && comm->error == COLL_OK) {
         coll_result_t st = coll_bootstrap_poll(comm->bs, msg, sizeof(msg));

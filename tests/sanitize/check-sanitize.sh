@@ -17,8 +17,10 @@ SAN_TESTS=${SAN_TESTS:-"tests/unit/test_reduce tests/unit/test_params tests/unit
     tests/mp/test_args tests/mp/test_failures tests/mp/test_diag tests/mp/test_soak"}
 TSAN_TESTS=${TSAN_TESTS:-"tests/mp/test_failures tests/mp/test_diag tests/mp/test_split
     tests/mp/test_allreduce tests/train/test_ddp"}
+# test_split is left out of memcheck: one case makes the id in the (non-member) parent, whose
+# bootstrap root's memory its forked ranks inherit without the thread that owns it.
 VG_TESTS=${VG_TESTS:-"tests/unit/test_params tests/unit/test_auth tests/unit/test_sched_struct
-    tests/mp/test_p2p tests/mp/test_split tests/mp/test_diag"}
+    tests/mp/test_p2p tests/mp/test_args tests/mp/test_window tests/mp/test_diag"}
 status=0
 mkdir -p "$top"
 
@@ -85,7 +87,8 @@ if command -v valgrind >/dev/null 2>&1 && [ -x "$builddir/libtool" ]; then
         (cd "$builddir" && make "$t" >/dev/null 2>&1)
         if (cd "$builddir" && COLL_CHUNK_SIZE=4k COLL_DEBUG=error COLL_TEST_TIMEOUT_MULTIPLIER=10 \
             COLL_TEST_TRANSPORTS=shm,tcp ./libtool --mode=execute valgrind -q --error-exitcode=97 \
-            --leak-check=full --errors-for-leak-kinds=definite "./$t") >"$log" 2>&1; then
+            --leak-check=full --errors-for-leak-kinds=definite \
+            --suppressions="$srcdir/tests/sanitize/valgrind.supp" "./$t") >"$log" 2>&1; then
             echo "PASS: valgrind $t"
         else
             echo "FAIL: valgrind $t (see $log)"
