@@ -37,6 +37,7 @@ static int desync_coll(int rank, int n, coll_comm_t *comm, void *arg)
     double        dt = now_s() - t0;
     printf("rank %d of %d: %s after %.2f s: %s\n", rank, n, coll_strerror(st), dt,
            coll_comm_last_error(comm));
+    fflush(stdout); /* ranks end with _exit */
     ASSERT_EQ(st, COLL_ERR_MISMATCH);
     ASSERT_STR_CONTAINS(coll_comm_last_error(comm),
                         "rank 3 called allgather(1024 x f32) as op #57; ranks 0-2 called "
@@ -109,6 +110,7 @@ static int pending(int rank, int n, coll_comm_t *comm, void *arg)
         ASSERT_OK(coll_iallreduce(a, b, 4, COLL_FLOAT32, COLL_SUM, comm, &req)); /* op #1 */
         ASSERT_OK(coll_comm_dump_pending(comm, text, sizeof(text)));
         printf("%s", text);
+        fflush(stdout);
         ASSERT_STR_CONTAINS(text, "rank 0: allreduce(4 x f32, sum) op #1 pending for");
         ASSERT_STR_CONTAINS(text, "waiting on rank 1");
         ASSERT_OK(coll_comm_dump_pending(comm, tiny, sizeof(tiny))); /* no whole line fits */
@@ -144,6 +146,7 @@ static int straggler(int rank, int n, coll_comm_t *comm, void *arg)
     ASSERT_OK(coll_comm_stats(comm, text, sizeof(text)));
     if (rank == 0) {
         printf("%s", text);
+        fflush(stdout);
     }
     ASSERT_STR_CONTAINS(text, "collectives seen by all 3 ranks");
     /* a 20 ms delay against sub-millisecond calls: rank 2 is last nearly every time; the bound
