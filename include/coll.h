@@ -207,6 +207,25 @@ COLL_API coll_result_t coll_comm_size(const coll_comm_t *comm, int *size_p);
 COLL_API coll_result_t coll_comm_get_error(const coll_comm_t *comm);
 /** @brief Human-readable message of the communicator's last error (argument, rank or peer). */
 COLL_API const char *coll_comm_last_error(const coll_comm_t *comm);
+/**
+ * @brief Text of comm's unfinished operations, one line each: collective and shape, sequence
+ * number, time pending, steps done, the rank waited on. Local (not collective).
+ * @param [in] comm communicator
+ * @param [out] buf receives the text, always terminated, truncated at whole lines
+ * @param [in] len size of buf
+ * @return COLL_OK, or COLL_ERR_INVALID_ARG (NULL buf or len 0, bad handle)
+ */
+COLL_API coll_result_t coll_comm_dump_pending(coll_comm_t *comm, char *buf, size_t len);
+/**
+ * @brief Straggler summary over the last 1024 collectives on comm: for each rank, how often it
+ * arrived last and by how much on average and at most. Collective: every rank calls it, and
+ * every rank gets the same text (one line per rank).
+ * @param [in] comm communicator
+ * @param [out] buf receives the text, always terminated
+ * @param [in] len size of buf
+ * @return COLL_OK, COLL_ERR_INVALID_ARG, or the error of the all-gather it performs
+ */
+COLL_API coll_result_t coll_comm_stats(coll_comm_t *comm, char *buf, size_t len);
 
 /* ---- collectives (blocking) ----
  * In place as NCCL defines it: allreduce/broadcast/reduce when sendbuf == recvbuf;

@@ -15,6 +15,8 @@ dist_man_MANS += \
     man/man3/coll_broadcast.3 \
     man/man3/coll_broadcast_stream.3 \
     man/man3/coll_comm_abort.3 \
+    man/man3/coll_comm_dump_pending.3 \
+    man/man3/coll_comm_stats.3 \
     man/man3/coll_comm_destroy.3 \
     man/man3/coll_comm_get_error.3 \
     man/man3/coll_comm_init_rank.3 \

@@ -86,8 +86,8 @@ tests_mp_test_alltoall_CPPFLAGS = $(TEST_CPPFLAGS) -DMP_COLL=5
 tests_mp_test_alltoall_LDADD = $(TEST_MP_LDADD)
 
 # ---- multi-process API, point-to-point and failure tests ----
-MP_OTHER_TESTS = tests/mp/test_p2p tests/mp/test_split tests/mp/test_failures tests/mp/test_shrink tests/mp/test_args \
-    tests/mp/test_window
+MP_OTHER_TESTS = tests/mp/test_p2p tests/mp/test_split tests/mp/test_failures tests/mp/test_shrink \
+    tests/mp/test_args tests/mp/test_window tests/mp/test_diag tests/mp/test_soak
 check_PROGRAMS += $(MP_OTHER_TESTS)
 tests_mp_test_p2p_SOURCES = tests/mp/test_p2p.c
 tests_mp_test_p2p_CPPFLAGS = $(TEST_CPPFLAGS)
@@ -104,6 +104,12 @@ tests_mp_test_failures_LDADD = $(TEST_UNIT_LDADD)
 tests_mp_test_window_SOURCES = tests/mp/test_window.c
 tests_mp_test_window_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_mp_test_window_LDADD = $(TEST_MP_LDADD)
+tests_mp_test_diag_SOURCES = tests/mp/test_diag.c
+tests_mp_test_diag_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_mp_test_diag_LDADD = $(TEST_MP_LDADD)
+tests_mp_test_soak_SOURCES = tests/mp/test_soak.c
+tests_mp_test_soak_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_mp_test_soak_LDADD = $(TEST_MP_LDADD)
 tests_mp_test_args_SOURCES = tests/mp/test_args.c
 tests_mp_test_args_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_mp_test_args_LDADD = $(TEST_MP_LDADD)
@@ -116,10 +122,10 @@ TESTS += tests/unit/test_reduce tests/unit/test_params tests/unit/test_log_filte
 
 dist_check_SCRIPTS += tests/docs/check-getenv.sh tests/docs/check-format.sh tests/tools/test_launchers.sh \
     tests/mp/test_multihost.sh tests/tools/test_netns.sh tests/tools/test_collinfo.sh \
-    tests/tools/test_nic_netns.sh tests/tools/test_topo_comm.sh
+    tests/tools/test_nic_netns.sh tests/tools/test_topo_comm.sh tests/tools/test_doctor.sh
 TESTS += tests/docs/check-getenv.sh tests/docs/check-format.sh tests/tools/test_launchers.sh \
     tests/mp/test_multihost.sh tests/tools/test_netns.sh tests/tools/test_collinfo.sh \
-    tests/tools/test_nic_netns.sh tests/tools/test_topo_comm.sh
+    tests/tools/test_nic_netns.sh tests/tools/test_topo_comm.sh tests/tools/test_doctor.sh
 # Sourced by test_netns.sh and bench/{algo,train}_sweep.sh: hosts as network namespaces.
 EXTRA_DIST += tests/tools/netns_lib.sh
 # Machines as hwloc XML, for collinfo topo and the topology tests (COLL_TOPO_FILE replays them).

@@ -123,10 +123,13 @@ typedef struct coll_transport_ops {
     size_t (*win_size)(coll_tp_ctx_t *ctx);
     /* Half `parity` (0 or 1) of rank's window, mapped here; rank may be this process' own. */
     void *(*win_ptr)(coll_tp_ctx_t *ctx, int rank, int parity);
-    /* Publish the own flag (parity, slot) as written for epoch (after the data, release). */
+    /* Publish the own flag (parity, slot) as written for epoch (after the data, release).
+     * For publish and poll, epoch is a stamp: the epoch << 8 | the call's fingerprint (8 bits),
+     * so that a rank in another call of the same epoch is never taken for a match. */
     void (*win_publish)(coll_tp_ctx_t *ctx, int parity, uint32_t slot, uint64_t epoch);
-    /* Is rank's flag (parity, slot) published for epoch? COLL_OK yes; COLL_INPROGRESS not yet
-     * (a later publish makes block() return); < 0 the rank failed. */
+    /* Is rank's flag (parity, slot) published for epoch? COLL_OK yes; COLL_INPROGRESS not yet,
+     * or the same epoch with another fingerprint (a desync the engine's timeout reports) (a
+     * later publish makes block() return); < 0 the rank failed. */
     coll_result_t (*win_poll)(coll_tp_ctx_t *ctx, int rank, int parity, uint32_t slot,
                               uint64_t epoch);
     /* Publish that this rank finished every epoch <= epoch (in order, after its last read). */

@@ -10,6 +10,7 @@
 #include "topo/local.h"
 #include "topo/nic.h"
 #include "engine/engine.h"
+#include "engine/diag.h"
 #include "error.h"
 #include "log.h"
 #include "param.h"
@@ -294,6 +295,7 @@ out:
 
 static void comm_free(coll_comm_t *comm)
 {
+    coll_diag_unregister(comm);
     coll_cuda_comm_destroy(comm);
     for (int p = 0; comm->eps != NULL && p < comm->nranks; p++) {
         if (comm->eps[p] != NULL && comm->eps[p]->ops->ep_close != NULL) {
@@ -307,6 +309,7 @@ static void comm_free(coll_comm_t *comm)
     }
     coll_engine_free_zombies(comm);
     coll_engine_cache_clear(comm);
+    coll_diag_stats_free(comm);
     pthread_mutex_destroy(&comm->lock);
     comm->magic = 0;
     coll_free(comm->peers);
@@ -379,6 +382,7 @@ coll_result_t coll_comm_create(coll_comm_t **comm_p, int nranks, const coll_uniq
     COLL_CHECK_GOTO(comm_connect(comm, deadline), st, err);
     COLL_CHECK_GOTO(coll_tune_init(comm, deadline), st, err);
     comm->last_progress = coll_time_s();
+    coll_diag_register(comm);
     coll_info(INIT, "rank %d of %d ready (comm %016llx%s%s)", rank, nranks,
               (unsigned long long)comm->comm_id, comm->name[0] ? ", " : "", comm->name);
     *comm_p = comm;
@@ -415,6 +419,15 @@ COLL_API coll_result_t coll_comm_destroy(coll_comm_t *comm)
     return st == COLL_ERR_TIMEOUT ? COLL_OK : st;
 }
 
+void coll_comm_abort_record(coll_comm_t *comm)
+{
+    if (comm->error == COLL_OK) {
+        snprintf(comm->last_error, sizeof(comm->last_error), "coll_comm_abort called on rank %d",
+                 comm->rank);
+        comm->error = COLL_ERR_ABORTED;
+    }
+}
+
 COLL_API coll_result_t coll_comm_abort(coll_comm_t *comm)
 {
     COLL_CHECK(coll_comm_check_handle(comm, "coll_comm_abort"));
@@ -423,10 +436,12 @@ COLL_API coll_result_t coll_comm_abort(coll_comm_t *comm)
     }
     char reason[128];
     snprintf(reason, sizeof(reason), "coll_comm_abort called on rank %d", comm->rank);
-    if (comm->error == COLL_OK) {
-        /* written without the lock on purpose: a waiter may hold it while sleeping */
-        snprintf(comm->last_error, sizeof(comm->last_error), "%s", reason);
-        comm->error = COLL_ERR_ABORTED;
+    /* A waiter may hold the lock while it sleeps in a transport: then it records the abort
+     * itself at its next check (coll_engine_check sees the flag), so the error is never
+     * written by two threads at once. */
+    if (pthread_mutex_trylock(&comm->lock) == 0) {
+        coll_comm_abort_record(comm);
+        pthread_mutex_unlock(&comm->lock);
     }
     if (comm->bs != NULL) {
         coll_bootstrap_abort(comm->bs, reason);
@@ -458,6 +473,9 @@ COLL_API coll_result_t coll_comm_size(const coll_comm_t *comm, int *size_p)
 COLL_API coll_result_t coll_comm_get_error(const coll_comm_t *comm)
 {
     COLL_CHECK(coll_comm_check_handle(comm, "coll_comm_get_error"));
+    if (comm->error == COLL_OK && atomic_load(&comm->aborted)) {
+        return COLL_ERR_ABORTED; /* a waiter has not recorded it yet */
+    }
     return comm->error;
 }
 

@@ -70,6 +70,8 @@ struct coll_comm {
     uint64_t win_done;      /* bit k: epoch win_acked + 1 + k finished here (out of order) */
     uint64_t win_all_acked; /* every rank acknowledged every epoch <= this (cache) */
 
+    struct coll_diag_stats *stats; /* arrival record (src/engine/stats.c), made at first use */
+
     struct coll_cuda_comm *cuda; /* device operations (src/cuda/), made at the first one */
 
     /* errors: first failure wins and is sticky */
@@ -87,6 +89,9 @@ coll_result_t coll_comm_arg_error(coll_comm_t *comm, coll_result_t st, const cha
 /* Mark the communicator failed (first call wins), log once, wake waiters; returns st. */
 coll_result_t coll_comm_fail(coll_comm_t *comm, coll_result_t st, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* This rank's coll_comm_abort as the communicator's error, unless it has one (lock held). */
+void coll_comm_abort_record(coll_comm_t *comm);
 
 /* comm.c: create from a unique id (used by init and split). */
 coll_result_t coll_comm_create(coll_comm_t **comm_p, int nranks, const coll_unique_id_t *id,

@@ -5,6 +5,7 @@
  * active requests, and one progress pass over transports and requests.
  */
 #include "engine.h"
+#include "diag.h"
 #include "cuda/cuda.h"
 #include "error.h"
 #include "log.h"
@@ -18,6 +19,15 @@
 #define ENGINE_TAG_P2P (1ull << 63)
 
 static void engine_free(coll_task_t *req);
+
+/* The call just finished: note how long this rank waited in it (once). */
+static void engine_record(coll_task_t *req)
+{
+    if (req->finished && !req->recorded) {
+        req->recorded = 1;
+        coll_diag_record(req->comm, req, coll_time_s() - req->t_start);
+    }
+}
 
 static int engine_args_equal(const coll_args_t *a, const coll_args_t *b)
 {
@@ -266,10 +276,14 @@ static coll_result_t engine_start(coll_comm_t *comm, const coll_args_t *args, co
         req->seq      = comm->recv_seq[args->root]++;
         req->tag_base = ENGINE_TAG_P2P | ((uint64_t)(req->seq & 0x7fffffffu) << 32);
     } else {
-        req->seq      = comm->coll_seq++;
-        req->tag_base = (uint64_t)(req->seq & 0x7fffffffu) << 32;
+        /* bits 40..62: sequence; 32..39: the call's fingerprint, so that ranks in different
+         * calls never match each other's messages (diag.h) */
+        req->seq = comm->coll_seq++;
+        req->tag_base =
+            ((uint64_t)(req->seq & 0x7fffffu) << 40) | ((uint64_t)coll_diag_fp8(&req->args) << 32);
     }
     req->fail_peer = -1;
+    req->t_start   = coll_time_s();
     COLL_CHECK_GOTO(coll_task_init(req), st, err);
     COLL_CHECK_GOTO(coll_win_start(req), st, err);
     req->next = comm->active;
@@ -357,6 +371,7 @@ coll_result_t coll_engine_progress(coll_comm_t *comm)
         coll_task_progress(req);
         if (req->ncomplete != before) {
             moved = 1;
+            engine_record(req);
         }
         if (req->status < 0 && comm->error == COLL_OK) {
             engine_report_failure(comm, req);
@@ -392,6 +407,7 @@ coll_result_t coll_engine_reap(coll_task_t *req)
     /* A failed request may still have operations inside transports: they are owned by the
      * endpoints until the communicator is destroyed, so its memory must stay. */
     if (req->finished) {
+        engine_record(req);
         engine_free(req);
     } else {
         req->status   = st;

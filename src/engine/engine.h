@@ -41,6 +41,8 @@ typedef struct coll_request {
     size_t              scratch_cap;
     uint64_t            tag_base;
     uint32_t            seq;
+    double              t_start;  /* when the call started (diagnosis, arrival record) */
+    int                 recorded; /* its completion is in the arrival record */
     uint32_t            nsteps;
     uint32_t            ncomplete;
     uint32_t           *ndeps_left;

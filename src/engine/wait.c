@@ -7,6 +7,7 @@
  * step of the communicator completed for timeout_s, the wait fails naming the peer it waits on.
  */
 #include "engine.h"
+#include "diag.h"
 #include "error.h"
 #include "log.h"
 #include "param.h"
@@ -21,7 +22,8 @@ coll_result_t coll_engine_check(coll_comm_t *comm, coll_task_t *req)
 {
     char msg[256];
     if (atomic_load(&comm->aborted)) {
-        return comm->error != COLL_OK ? comm->error : COLL_ERR_ABORTED;
+        coll_comm_abort_record(comm); /* the aborting thread could not take the lock */
+        return comm->error;
     }
     if (comm->bs != NULL && comm->error == COLL_OK) {
         coll_result_t st = coll_bootstrap_poll(comm->bs, msg, sizeof(msg));
@@ -29,12 +31,9 @@ coll_result_t coll_engine_check(coll_comm_t *comm, coll_task_t *req)
             coll_comm_fail(comm, st, "rank %d: %s", comm->rank, msg);
         }
     }
+    coll_diag_poll_signal(comm);
     if (comm->error == COLL_OK && coll_time_s() - comm->last_progress > comm->timeout_s) {
-        int peer = coll_engine_waiting_peer(req);
-        coll_comm_fail(comm, COLL_ERR_TIMEOUT,
-                       "rank %d: %s #%u made no progress for %.1f s (COLL_TIMEOUT); waiting on "
-                       "rank %d",
-                       comm->rank, coll_op_name(req->args.coll), req->seq, comm->timeout_s, peer);
+        coll_diag_timeout(comm, req); /* names the peer waited on, and any desync */
     }
     return comm->error;
 }

@@ -9,6 +9,7 @@
  * run yet stays queued in its request and is polled on every progress pass (task.c).
  */
 #include "engine.h"
+#include "diag.h"
 #include "cuda/cuda.h"
 #include "error.h"
 #include "log.h"
@@ -57,6 +58,13 @@ static coll_result_t win_may_write(coll_task_t *req, const coll_comm_tp_t *tp, i
     return st;
 }
 
+/* The flag value of the call: its epoch and fingerprint (a desync never reads another call's
+ * data; see diag.h). */
+static uint64_t win_stamp(const coll_task_t *req)
+{
+    return (req->win_epoch << 8) | coll_diag_fp8(&req->args);
+}
+
 coll_result_t coll_win_step(coll_task_t *req, uint32_t i)
 {
     coll_comm_t          *comm   = req->comm;
@@ -88,11 +96,11 @@ coll_result_t coll_win_step(coll_task_t *req, uint32_t i)
                 memcpy(win + st->win_off, (char *)req->bufs[st->src_buf] + st->src_off, st->len);
             }
         }
-        tp->ops->win_publish(tp->ctx, parity, st->tag, req->win_epoch);
+        tp->ops->win_publish(tp->ctx, parity, st->tag, win_stamp(req));
         return COLL_OK;
     }
     req->ops[i].wait_peer = st->peer;
-    r                     = tp->ops->win_poll(tp->ctx, st->peer, parity, st->tag, req->win_epoch);
+    r                     = tp->ops->win_poll(tp->ctx, st->peer, parity, st->tag, win_stamp(req));
     if (r != COLL_OK) {
         return r;
     }

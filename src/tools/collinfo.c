@@ -22,6 +22,7 @@ static void usage(FILE *out)
                  "  -a, algos         algorithms and the collectives they implement\n");
     collinfo_algos_usage(out);
     collinfo_topo_usage(out);
+    collinfo_doctor_usage(out);
     fprintf(out, "  -h, --help        this text\n");
 }
 
@@ -78,6 +79,8 @@ int main(int argc, char **argv)
         return collinfo_algos_main(argc - 1, argv + 1);
     } else if (strcmp(cmd, "-a") == 0 || strcmp(cmd, "algos") == 0) {
         print_algos();
+    } else if (strcmp(cmd, "doctor") == 0) {
+        return collinfo_doctor_main(argc - 1, argv + 1);
     } else if (strcmp(cmd, "topo") == 0) {
         return collinfo_topo_main(argc - 1, argv + 1);
     } else if (cmd[0] == '\0') {

@@ -20,4 +20,8 @@ int collinfo_topo_main(int argc, char **argv);
 /* The options of collinfo_topo_main, for the usage text. */
 void collinfo_topo_usage(FILE *out);
 
+/* "collinfo doctor [-n RANKS] [--root DIR]": exit 0 healthy (maybe warnings), 1 a problem. */
+int  collinfo_doctor_main(int argc, char **argv);
+void collinfo_doctor_usage(FILE *out);
+
 #endif

@@ -168,11 +168,13 @@ coll_result_t shm_win_poll(coll_tp_ctx_t *ctx, int rank, int parity, uint32_t sl
     if (f == epoch) {
         return COLL_OK;
     }
-    if (f > epoch) { /* it cannot reuse this half before we acknowledged this epoch */
+    /* values are epoch << 8 | fingerprint (transport.h); the same epoch with another
+     * fingerprint is a rank in another call: wait, the engine's timeout names it */
+    if ((f >> 8) > (epoch >> 8)) { /* it cannot reuse this half before we acknowledged epoch */
         coll_error(SHM,
                    "rank %d published window slot %u for epoch %" PRIu64
                    " while rank %d still reads epoch %" PRIu64,
-                   rank, slot, f, ctx->rank, epoch);
+                   rank, slot, f >> 8, ctx->rank, epoch >> 8);
         return COLL_ERR_TRANSPORT;
     }
     st = win_status(ctx, rank);
