@@ -232,7 +232,7 @@ static void engine_free(coll_task_t *req)
 static void engine_report_failure(coll_comm_t *comm, coll_task_t *req)
 {
     char   msg[256];
-    double until = coll_time_s() + 1.0;
+    double until = coll_time_s() + 0.3; /* the root relays a death within milliseconds */
     if (req->status == COLL_ERR_REMOTE || req->status == COLL_ERR_TRANSPORT) {
         while (comm->bs != NULL && coll_time_s() < until) {
             coll_result_t st = coll_bootstrap_poll(comm->bs, msg, sizeof(msg));

@@ -10,9 +10,9 @@
  *   garbage  (every rank) connect to every listening port of the job and send junk; the job
  *            must be unaffected
  *   none     no fault (also used under a full /dev/shm, where coll_init must fail cleanly)
- * Each rank writes one line to DIR/rank-R: "ok", or "error CODE T MESSAGE" (T = wall-clock
- * seconds when the error was returned), or "init-error ..."; the victim writes DIR/fault with
- * the time of injection. Exit: 0 ok, 3 error reported.
+ * Then every rank joins one closing all-reduce. Each rank writes one line to DIR/rank-R: "ok", or
+ * "error CODE T MESSAGE" (T = wall-clock seconds when the error was returned), or "init-error ...";
+ * the victim writes DIR/fault with the time of injection. Exit: 0 ok, 3 error reported.
  */
 #include <coll.h>
 
@@ -306,6 +306,15 @@ int main(int argc, char **argv)
     }
     if (have_thread) {
         pthread_join(t, NULL);
+    }
+    /* a closing all-reduce that needs every rank: a rank whose calls never depended on the
+     * victim (a reduce's sender) must learn of the fault here at the latest */
+    if (st == COLL_OK) {
+        int one = 1, all = 0;
+        st = coll_allreduce(&one, &all, 1, COLL_INT32, COLL_SUM, comm);
+        if (st == COLL_OK && all != o.nranks) {
+            st = COLL_ERR_INTERNAL;
+        }
     }
     if (st != COLL_OK) {
         const char *msg = st == COLL_ERR_INTERNAL ? "wrong result" : coll_comm_last_error(comm);
