@@ -105,6 +105,10 @@ typedef struct coll_transport_ops {
                                  const void *const *handles, double deadline, coll_tp_ep_t **eps_p);
     /* Optional: every peer is connected (after a bootstrap barrier): e.g. unlink names. */
     void (*established)(coll_tp_ctx_t *ctx);
+    /* Optional: every rank has finished with the communicator (its collective destroy got past
+     * the bootstrap's last barrier), so connections may be closed abortively (TCP: no TIME_WAIT
+     * left behind). Called just before the endpoints are closed. */
+    void (*quiesce)(coll_tp_ctx_t *ctx);
     /* Data path, non-blocking. Errors here are immediate (bad length...); peer failures are
      * reported through done(). */
     coll_result_t (*isend)(coll_tp_ep_t *ep, coll_tp_op_t *op);

@@ -415,8 +415,16 @@ COLL_API coll_result_t coll_comm_destroy(coll_comm_t *comm)
     }
     coll_result_t st = coll_bootstrap_close(comm->bs, coll_time_s() + comm->timeout_s);
     comm->bs         = NULL;
+    if (st == COLL_OK && !busy && comm->error == COLL_OK) {
+        /* every rank is past its last operation: nothing in flight can be lost */
+        for (int t = 0; t < comm->ntp; t++) {
+            if (comm->tp[t].ctx != NULL && comm->tp[t].ops->quiesce != NULL) {
+                comm->tp[t].ops->quiesce(comm->tp[t].ctx);
+            }
+        }
+    }
     comm_free(comm);
-    return st == COLL_ERR_TIMEOUT ? COLL_OK : st;
+    return st == COLL_ERR_TIMEOUT || st == COLL_AGAIN ? COLL_OK : st;
 }
 
 void coll_comm_abort_record(coll_comm_t *comm)

@@ -15,6 +15,7 @@
 #include <stdarg.h>
 #include <poll.h>
 #include <stdio.h>
+#include <sys/socket.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -291,10 +292,16 @@ coll_result_t coll_bootstrap_close(coll_bootstrap_t *bs, double deadline)
         coll_warn(BOOTSTRAP, "rank %d: not every rank finished before the deadline; closing",
                   bs->rank);
     }
+    /* the root said FIN (or is gone): close at once, leaving no TIME_WAIT behind, so that
+     * thousands of communicators in a row do not exhaust the port range */
+    struct linger l = {.l_onoff = 1, .l_linger = 0};
+    if (st == COLL_OK) {
+        setsockopt(bs->fd, SOL_SOCKET, SO_LINGER, &l, sizeof(l));
+    }
     close(bs->fd);
     coll_boot_root_join(bs->nonce);
     coll_free(bs);
-    return st == COLL_ERR_TIMEOUT ? st : COLL_OK;
+    return st == COLL_OK ? COLL_OK : st == COLL_ERR_TIMEOUT ? st : COLL_AGAIN;
 }
 
 int coll_bootstrap_fd(const coll_bootstrap_t *bs)

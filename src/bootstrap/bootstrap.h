@@ -47,7 +47,8 @@ void coll_bootstrap_revoke(coll_bootstrap_t *bs, const char *reason);
  * that continue (survivors has room for nranks) and the unique id of their communicator. */
 coll_result_t coll_bootstrap_shrink(coll_bootstrap_t *bs, double deadline, int32_t *survivors,
                                     int *nsurvivors_p, coll_unique_id_t *id_p);
-/* Collective close: BYE, then wait (until deadline) for every rank's BYE; frees bs. */
+/* Collective close: BYE, then wait (until deadline) for every rank's BYE; frees bs. COLL_OK:
+ * every rank finished (the root said FIN); COLL_AGAIN: the root is gone; or COLL_ERR_TIMEOUT. */
 coll_result_t coll_bootstrap_close(coll_bootstrap_t *bs, double deadline);
 /* The control socket (readable when a notice arrives). */
 int      coll_bootstrap_fd(const coll_bootstrap_t *bs);

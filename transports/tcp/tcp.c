@@ -200,6 +200,11 @@ static coll_result_t tcp_connect_all(coll_tp_ctx_t *tctx, const int *peers, int 
     return coll_tcp_connect_all(coll_tcp_ctx(tctx), peers, npeers, handles, deadline, eps_p);
 }
 
+static void tcp_quiesce(coll_tp_ctx_t *tctx)
+{
+    coll_tcp_ctx(tctx)->quiesced = 1;
+}
+
 /* Every peer is connected: later connections can only be strays, so stop listening. */
 static void tcp_established(coll_tp_ctx_t *tctx)
 {
@@ -287,6 +292,7 @@ const coll_transport_ops_t coll_tp_tcp_ops = {
     .listen      = tcp_listen,
     .connect_all = tcp_connect_all,
     .established = tcp_established,
+    .quiesce     = tcp_quiesce,
     .isend       = coll_tcp_ep_isend,
     .irecv       = coll_tcp_ep_irecv,
     .progress    = tcp_progress,

@@ -219,6 +219,7 @@ typedef struct coll_tcp_ctx {
     uint64_t          comm_id;
     uint64_t          job_tag;
     coll_auth_key_t   auth_key;
+    int               quiesced; /* every rank finished: close connections abortively */
     double            timeout_s;
     coll_peer_info_t *peers; /* copy, nranks entries */
     int               nsocks;

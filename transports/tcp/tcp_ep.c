@@ -137,6 +137,17 @@ static void tcp_ep_report(coll_tcp_ep_t *ep)
 }
 
 /* Closes the sockets and completes every pending send and receive with status. */
+/* After quiesce (every rank finished, see transport.h) close without TIME_WAIT, so that
+ * thousands of communicator cycles do not exhaust the port range; else a graceful close. */
+static void tcp_close_now(const coll_tcp_ctx_t *ctx, int fd)
+{
+    struct linger l = {.l_onoff = 1, .l_linger = 0};
+    if (ctx->quiesced && setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof(l)) != 0) {
+        coll_debug(TCP, "setsockopt(SO_LINGER) failed: %s", strerror(errno));
+    }
+    close(fd);
+}
+
 static void tcp_ep_shutdown(coll_tcp_ep_t *ep, coll_result_t status)
 {
     coll_tcp_sreq_t  *list = NULL, *sreq;
@@ -147,7 +158,7 @@ static void tcp_ep_shutdown(coll_tcp_ep_t *ep, coll_result_t status)
     for (k = 0; k < COLL_TCP_MAX_SOCKS; k++) {
         coll_tcp_sock_t *s = &ep->socks[k];
         if (s->fd >= 0) {
-            close(s->fd);
+            tcp_close_now(ep->ctx, s->fd);
             s->fd = -1;
         }
         for (link = s->txq_head; link != NULL; link = link->next) {
