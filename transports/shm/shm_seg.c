@@ -282,6 +282,11 @@ int shm_seg_owner_alive(const shm_seg_t *seg)
     if (seg->fd < 0 || seg->hdr == NULL || seg->hdr->live_lock == 0) {
         return 1;
     }
+    /* an owner in this very process (several ranks in one process, ncclCommInitAll) is alive,
+     * and record locks cannot show it: they belong to the process, not to the descriptor */
+    if (seg->hdr->pid == (int32_t)getpid()) {
+        return 1;
+    }
     memset(&fl, 0, sizeof(fl));
     fl.l_type   = F_RDLCK;
     fl.l_whence = SEEK_SET;

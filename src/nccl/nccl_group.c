@@ -1,0 +1,192 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * NCCL's groups: between ncclGroupStart and ncclGroupEnd (per thread, nested) calls only start.
+ * Collectives and send/recv start as libcoll non-blocking operations and are waited at the
+ * outermost ncclGroupEnd, all of them progressed together (so one thread can drive several
+ * communicators, and paired sends and receives never wait on each other); ncclCommInitRank
+ * calls are deferred to ncclGroupEnd and run there concurrently, one thread each.
+ */
+#include "nccl_internal.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NCCL_SHIM_VISIBLE __attribute__((visibility("default")))
+
+typedef struct {
+    ncclComm_t      comm;
+    coll_request_t *req; /* NULL for a deferred init */
+    void           *tmp;
+    int             nranks, rank; /* deferred init */
+    ncclUniqueId    id;
+    ncclResult_t    result;
+} nccl_item_t;
+
+static __thread int          group_depth;
+static __thread nccl_item_t *items;
+static __thread int          nitems, cap;
+static __thread ncclResult_t group_error; /* a call inside the group failed to start */
+
+ncclResult_t nccl_comm_create(ncclComm_t comm, int nranks, const ncclUniqueId *id, int rank);
+
+int nccl_group_depth(void)
+{
+    return group_depth;
+}
+
+static nccl_item_t *group_push(void)
+{
+    if (nitems == cap) {
+        int          ncap = cap > 0 ? 2 * cap : 16;
+        nccl_item_t *g    = realloc(items, sizeof(*g) * (size_t)ncap);
+        if (g == NULL) {
+            return NULL;
+        }
+        items = g;
+        cap   = ncap;
+    }
+    memset(&items[nitems], 0, sizeof(items[nitems]));
+    return &items[nitems++];
+}
+
+ncclResult_t nccl_group_add(ncclComm_t comm, coll_request_t *req, void *tmp)
+{
+    nccl_item_t *it = group_push();
+    if (it == NULL) {
+        coll_wait(req);
+        free(tmp);
+        return nccl_fail(comm, ncclSystemError, "ncclGroupEnd: out of memory");
+    }
+    it->comm = comm;
+    it->req  = req;
+    it->tmp  = tmp;
+    return ncclSuccess;
+}
+
+ncclResult_t nccl_group_defer_init(ncclComm_t comm, int nranks, const ncclUniqueId *id, int rank)
+{
+    nccl_item_t *it = group_push();
+    if (it == NULL) {
+        return nccl_fail(NULL, ncclSystemError, "ncclCommInitRank: out of memory");
+    }
+    it->comm   = comm;
+    it->nranks = nranks;
+    it->rank   = rank;
+    it->id     = *id;
+    return ncclSuccess;
+}
+
+void nccl_group_note_error(ncclResult_t r)
+{
+    if (group_error == ncclSuccess) {
+        group_error = r;
+    }
+}
+
+NCCL_SHIM_VISIBLE ncclResult_t ncclGroupStart(void)
+{
+    group_depth++;
+    return ncclSuccess;
+}
+
+static void *init_thread(void *arg)
+{
+    nccl_item_t *it = arg;
+    it->result      = nccl_comm_create(it->comm, it->nranks, &it->id, it->rank);
+    return NULL;
+}
+
+/* The deferred inits, all at once: each blocks until every rank of its communicator joined. */
+static ncclResult_t group_run_inits(void)
+{
+    pthread_t   *th = calloc((size_t)nitems, sizeof(*th));
+    ncclResult_t r  = ncclSuccess;
+    if (th == NULL) {
+        return nccl_fail(NULL, ncclSystemError, "ncclGroupEnd: out of memory");
+    }
+    for (int i = 0; i < nitems; i++) {
+        if (items[i].req == NULL && pthread_create(&th[i], NULL, init_thread, &items[i]) != 0) {
+            items[i].result = nccl_fail(NULL, ncclSystemError, "ncclGroupEnd: no thread");
+            items[i].req    = (coll_request_t *)1; /* not joined */
+        }
+    }
+    ncclComm_t *made  = calloc((size_t)nitems, sizeof(*made));
+    int         nmade = 0;
+    for (int i = 0; i < nitems; i++) {
+        if (items[i].req == NULL) {
+            pthread_join(th[i], NULL);
+            items[i].req = (coll_request_t *)1;
+            if (items[i].result == ncclSuccess && made != NULL) {
+                made[nmade++] = items[i].comm;
+            }
+        }
+        if (items[i].result != ncclSuccess && r == ncclSuccess) {
+            r = items[i].result;
+        }
+    }
+    if (nmade > 1) { /* ranks of one process are destroyed together */
+        nccl_make_siblings(made, nmade);
+    }
+    free(made);
+    free(th);
+    return r;
+}
+
+/* Every started operation, progressed round-robin until all are done. */
+static ncclResult_t group_wait_ops(void)
+{
+    ncclResult_t r    = ncclSuccess;
+    int          left = 0;
+    for (int i = 0; i < nitems; i++) {
+        left += items[i].req != NULL && items[i].req != (coll_request_t *)1;
+    }
+    while (left > 0) {
+        int progressed = 0;
+        for (int i = 0; i < nitems; i++) {
+            nccl_item_t *it   = &items[i];
+            int          done = 0;
+            if (it->req == NULL || it->req == (coll_request_t *)1) {
+                continue;
+            }
+            coll_result_t st = coll_test(it->req, &done);
+            if (!done && st == COLL_OK) {
+                continue;
+            }
+            if (st != COLL_OK && r == ncclSuccess) {
+                r = nccl_fail(it->comm, nccl_result(st), "ncclGroupEnd: %s",
+                              coll_comm_last_error(it->comm->c));
+            }
+            free(it->tmp);
+            it->tmp = NULL;
+            it->req = NULL;
+            left--;
+            progressed = 1;
+        }
+        if (!progressed) {
+            sched_yield();
+        }
+    }
+    return r;
+}
+
+NCCL_SHIM_VISIBLE ncclResult_t ncclGroupEnd(void)
+{
+    if (group_depth == 0) {
+        return nccl_fail(NULL, ncclInvalidUsage, "ncclGroupEnd: no matching ncclGroupStart");
+    }
+    if (--group_depth > 0) {
+        return ncclSuccess;
+    }
+    int has_init = 0;
+    for (int i = 0; i < nitems; i++) {
+        has_init |= items[i].req == NULL;
+    }
+    ncclResult_t r = has_init ? group_run_inits() : ncclSuccess;
+    ncclResult_t w = group_wait_ops();
+    ncclResult_t e = group_error;
+    nitems         = 0;
+    group_error    = ncclSuccess;
+    return e != ncclSuccess ? e : r != ncclSuccess ? r : w;
+}

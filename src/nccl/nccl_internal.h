@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: MIT */
+/* Internals of the NCCL-compatible library: the communicator wrapper, result mapping, groups. */
+#ifndef COLL_NCCL_INTERNAL_H
+#define COLL_NCCL_INTERNAL_H
+
+#include "nccl.h"
+#include <coll.h>
+
+#define NCCL_SHIM_MAX_OPS 64 /* PreMulSum operators alive at once per communicator */
+
+typedef struct {
+    int                   used;
+    ncclDataType_t        dtype;
+    ncclScalarResidence_t residence;
+    const void           *ptr;     /* ncclScalarDevice: read at each call */
+    double                value;   /* ncclScalarHostImmediate, as a double */
+    unsigned char         raw[16]; /* ... and its bytes, for the 64-bit integers */
+} nccl_premul_t;
+
+/* Ranks of one communicator created together in this process (ncclCommInitAll, or several
+ * ncclCommInitRank in one group): libcoll's destroy is collective, so they are destroyed
+ * together, concurrently, once the program has asked to destroy each of them. */
+typedef struct nccl_siblings {
+    int               n, left;
+    struct ncclComm **comms;
+} nccl_siblings_t;
+
+struct ncclComm {
+    coll_comm_t     *c;
+    nccl_siblings_t *siblings;
+    int              destroy_asked;
+    int              rank, nranks, device;
+    int              finalized;
+    ncclResult_t     async; /* first error of a call that already returned */
+    nccl_premul_t    ops[NCCL_SHIM_MAX_OPS];
+};
+
+/* libcoll's result as NCCL's; records nothing. */
+ncclResult_t nccl_result(coll_result_t st);
+/* The comm argument must be a live communicator. */
+ncclResult_t nccl_check_comm(ncclComm_t comm, const char *fn);
+/* Remember an error of comm for ncclGetLastError/ncclCommGetAsyncError; returns r. */
+ncclResult_t nccl_fail(ncclComm_t comm, ncclResult_t r, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Make comms[0..n) siblings (see nccl_siblings_t). */
+void nccl_make_siblings(ncclComm_t *comms, int n);
+
+/* ---- groups (nccl_group.c) ---- */
+int nccl_group_depth(void);
+/* Inside a group: keep req to be waited at ncclGroupEnd (and the temporary buffer to free). */
+ncclResult_t nccl_group_add(ncclComm_t comm, coll_request_t *req, void *tmp);
+
+/* ---- PreMulSum (nccl_premul.c) ---- */
+/* For op >= ncclNumOps: the scaled copy of sendbuff (count elements) to reduce with a sum,
+ * malloc'd into *tmp_p; for a built-in op *tmp_p = NULL and *sendbuff_p is untouched. */
+ncclResult_t nccl_premul_apply(ncclComm_t comm, ncclRedOp_t op, ncclDataType_t dt, size_t count,
+                               const void **sendbuff_p, void **tmp_p, coll_redop_t *cop_p);
+
+#endif
