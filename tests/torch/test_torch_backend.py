@@ -1,0 +1,163 @@
+# SPDX-License-Identifier: MIT
+"""One rank of the torch.distributed "coll" backend test (started by test_torch.sh with RANK,
+WORLD_SIZE, MASTER_ADDR, MASTER_PORT). Every operation runs on the "coll" group and, where
+gloo implements it in this PyTorch, on a gloo group with the same inputs: the results must be
+equal (else they are checked against values computed here). Then the same DistributedDataParallel
+training from the same initial weights and batches runs on both backends: losses and parameters
+must be identical. Prints the per-step time of both as a side note (the bench has the figures)."""
+import os
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+
+sys.path.insert(0, os.environ["TORCH_COLL_LIB"])
+import torch_coll  # noqa: F401,E402  (registers the backend)
+
+rank, ws = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+dist.init_process_group(backend="coll", rank=rank, world_size=ws)
+coll = dist.group.WORLD
+gloo = dist.new_group(backend="gloo")
+assert dist.get_backend() == "coll", dist.get_backend()
+checks = 0
+
+
+def same(a, b, what):
+    global checks
+    checks += 1
+    if not torch.equal(a, b):
+        raise AssertionError(f"rank {rank}: {what}: coll {a.flatten()[:6]} != expected {b.flatten()[:6]}")
+
+
+def data(dtype, n=1000, salt=0):
+    g = torch.Generator().manual_seed(1234 + rank * 17 + salt)
+    x = torch.randint(-50, 50, (n,), generator=g)
+    return x.to(dtype)
+
+
+# all_reduce: every operator gloo has, several types, blocking and async
+for dtype in (torch.float32, torch.float64, torch.int32, torch.int64, torch.float16):
+    for k, op in enumerate((dist.ReduceOp.SUM, dist.ReduceOp.MAX, dist.ReduceOp.MIN,
+                            dist.ReduceOp.PRODUCT)):
+        if op == dist.ReduceOp.PRODUCT and dtype == torch.float16:
+            continue
+        a, b = data(dtype, salt=k), data(dtype, salt=k)
+        dist.all_reduce(a, op=op, group=coll)
+        dist.all_reduce(b, op=op, group=gloo)
+        same(a, b, f"all_reduce {op} {dtype}")
+a = data(torch.float32)
+work = dist.all_reduce(a, group=coll, async_op=True)
+work.wait()
+assert work.is_completed()
+b = data(torch.float32)
+dist.all_reduce(b, group=gloo)
+same(a, b, "async all_reduce")
+fut = dist.all_reduce(data(torch.float32), group=coll, async_op=True).get_future()
+same(fut.wait()[0], b, "all_reduce future")
+# AVG (gloo has none): the sum divided by the world size
+a = data(torch.float64)
+s = data(torch.float64)
+dist.all_reduce(a, op=dist.ReduceOp.AVG, group=coll)
+dist.all_reduce(s, group=gloo)
+same(a, s / ws, "all_reduce AVG")
+
+# broadcast and reduce from every root
+for root in range(ws):
+    a, b = data(torch.float32, salt=root), data(torch.float32, salt=root)
+    dist.broadcast(a, src=root, group=coll)
+    dist.broadcast(b, src=root, group=gloo)
+    same(a, b, f"broadcast from {root}")
+    a, b = data(torch.int64, salt=root), data(torch.int64, salt=root)
+    dist.reduce(a, dst=root, group=coll)
+    dist.reduce(b, dst=root, group=gloo)
+    if rank == root:
+        same(a, b, f"reduce to {root}")
+
+# all_gather (list and into one tensor)
+a = data(torch.float32, 333)
+la = [torch.empty(333) for _ in range(ws)]
+lb = [torch.empty(333) for _ in range(ws)]
+dist.all_gather(la, a, group=coll)
+dist.all_gather(lb, a, group=gloo)
+for i in range(ws):
+    same(la[i], lb[i], f"all_gather part {i}")
+out = torch.empty(333 * ws)
+dist.all_gather_into_tensor(out, a, group=coll)
+same(out, torch.cat(lb), "all_gather_into_tensor")
+
+# reduce_scatter (gloo has none here): each rank's part of the sum
+parts = [data(torch.float32, 100, salt=i) for i in range(ws)]
+out = torch.empty(100)
+dist.reduce_scatter(out, parts, group=coll)
+full = torch.cat(parts)
+dist.all_reduce(full, group=gloo)
+same(out, full[rank * 100:(rank + 1) * 100], "reduce_scatter")
+out = torch.empty(100)
+dist.reduce_scatter_tensor(out, torch.cat(parts), group=coll)
+same(out, full[rank * 100:(rank + 1) * 100], "reduce_scatter_tensor")
+
+# all_to_all (single tensor and lists)
+a = data(torch.float32, 64 * ws)
+oa, ob = torch.empty(64 * ws), torch.empty(64 * ws)
+dist.all_to_all_single(oa, a, group=coll)
+dist.all_to_all_single(ob, a, group=gloo)
+same(oa, ob, "all_to_all_single")
+ins = list(a.chunk(ws))
+outs = [torch.empty(64) for _ in range(ws)]
+dist.all_to_all(outs, ins, group=coll)
+same(torch.cat(outs), ob, "all_to_all")
+
+# send/recv around a ring, barrier
+t = torch.full((1000,), float(rank))
+r = torch.empty(1000)
+reqs = [dist.isend(t, (rank + 1) % ws, group=coll), dist.irecv(r, (rank - 1) % ws, group=coll)]
+for q in reqs:
+    q.wait()
+same(r, torch.full((1000,), float((rank - 1) % ws)), "isend/irecv")
+dist.barrier(group=coll)
+
+# bad input: a clear error, not a crash
+try:
+    dist.all_reduce(torch.zeros(4, dtype=torch.int32), op=dist.ReduceOp.BAND, group=coll)
+    raise AssertionError("a bitwise AND was accepted")
+except RuntimeError as e:
+    assert "not supported" in str(e), e
+try:
+    dist.all_reduce(torch.zeros(4, dtype=torch.complex128).to_sparse(), group=coll)
+    raise AssertionError("a sparse tensor was accepted")
+except RuntimeError:
+    pass
+
+
+# DDP: the same training on both backends, from the same weights and batches
+def train(group, steps=25):
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.Tanh(), torch.nn.Linear(64, 10))
+    ddp = torch.nn.parallel.DistributedDataParallel(model, process_group=group,
+                                                    bucket_cap_mb=0.01)
+    opt = torch.optim.SGD(ddp.parameters(), lr=0.1, momentum=0.9)
+    g = torch.Generator().manual_seed(100 + rank)
+    losses, t0 = [], time.perf_counter()
+    for _ in range(steps):
+        x = torch.randn(16, 32, generator=g)
+        y = torch.randint(0, 10, (16,), generator=g)
+        opt.zero_grad()
+        loss = torch.nn.functional.cross_entropy(ddp(x), y)
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return losses, [p.detach().clone() for p in model.parameters()], (time.perf_counter() - t0) / steps
+
+
+lc, pc, tc = train(coll)
+lg, pg, tg = train(gloo)
+assert lc == lg, f"rank {rank}: DDP losses differ: coll {lc[:3]} gloo {lg[:3]}"
+for a, b in zip(pc, pg):
+    same(a, b, "DDP parameters after 25 steps")
+if rank == 0:
+    print(f"test_torch_backend: {checks} checks equal; DDP 25 steps: loss {lc[0]:.6f} -> "
+          f"{lc[-1]:.6f} on both backends; step {tc * 1e3:.2f} ms (coll) vs {tg * 1e3:.2f} ms "
+          f"(gloo)", flush=True)
+dist.destroy_process_group(gloo)
+dist.destroy_process_group()
