@@ -123,6 +123,8 @@ TESTS += tests/unit/test_reduce tests/unit/test_params tests/unit/test_log_filte
 dist_check_SCRIPTS += tests/docs/check-getenv.sh tests/docs/check-format.sh tests/tools/test_launchers.sh \
     tests/mp/test_multihost.sh tests/tools/test_netns.sh tests/tools/test_collinfo.sh \
     tests/tools/test_nic_netns.sh tests/tools/test_topo_comm.sh tests/tools/test_doctor.sh
+dist_check_SCRIPTS += tests/mp/test_ucx.sh
+TESTS += tests/mp/test_ucx.sh
 TESTS += tests/docs/check-getenv.sh tests/docs/check-format.sh tests/tools/test_launchers.sh \
     tests/mp/test_multihost.sh tests/tools/test_netns.sh tests/tools/test_collinfo.sh \
     tests/tools/test_nic_netns.sh tests/tools/test_topo_comm.sh tests/tools/test_doctor.sh

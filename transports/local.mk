@@ -3,3 +3,4 @@ COLL_LIB_SOURCES += transports/transport.h transports/registry.c \
     transports/match.h transports/match.c
 include $(srcdir)/transports/shm/local.mk
 include $(srcdir)/transports/tcp/local.mk
+include $(srcdir)/transports/ucx/local.mk

@@ -13,10 +13,16 @@
 
 extern const coll_transport_ops_t coll_tp_shm_ops;
 extern const coll_transport_ops_t coll_tp_tcp_ops;
+#ifdef HAVE_UCX
+extern const coll_transport_ops_t coll_tp_ucx_ops;
+#endif
 
 static const coll_transport_ops_t *const registry_table[] = {
     &coll_tp_shm_ops,
     &coll_tp_tcp_ops,
+#ifdef HAVE_UCX
+    &coll_tp_ucx_ops,
+#endif
 };
 
 static int registry_valid(const coll_transport_ops_t *t)
