@@ -4,3 +4,4 @@ COLL_LIB_SOURCES += transports/transport.h transports/registry.c \
 include $(srcdir)/transports/shm/local.mk
 include $(srcdir)/transports/tcp/local.mk
 include $(srcdir)/transports/ucx/local.mk
+include $(srcdir)/transports/ib/local.mk
