@@ -132,3 +132,8 @@ EXTRA_DIST += tests/tools/netns_lib.sh
 EXTRA_DIST += tests/topologies/synthetic_2s8g4n.xml tests/topologies/synthetic_dgx.xml \
     tests/topologies/synthetic_quadnuma.xml
 
+
+# ---- ctrain: PyTorch parity (77 without python3-torch), N ranks = 1 rank, bad options ----
+dist_check_SCRIPTS += tests/ctrain/test_ctrain_parity.sh tests/ctrain/test_ctrain_ranks.sh
+TESTS += tests/ctrain/test_ctrain_parity.sh tests/ctrain/test_ctrain_ranks.sh
+EXTRA_DIST += tests/ctrain/torch_ref.py tests/ctrain/moby_dick_200k.txt

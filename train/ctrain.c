@@ -126,7 +126,7 @@ static coll_ddp_t *ddp_setup(coll_comm_t *world, const ctrain_opts_t *o, gpt_t *
 static float evaluate(gpt_t *gpt, const text_data_t *data, const ctrain_opts_t *o, int rank,
                       int nranks, coll_comm_t *world, uint8_t *seq, uint8_t *in, uint8_t *tg)
 {
-    int    nseq = o->eval_batches * o->batch * nranks, T = o->seqlen;
+    int    nseq = o->eval_batches * o->batch * o->grad_accum * nranks, T = o->seqlen;
     double acc[2] = {0.0, 0.0}; /* summed loss, sequences */
     for (int j = rank; j < nseq; j += nranks) {
         text_data_val_seq(data, j, nseq, T, seq);
