@@ -29,6 +29,10 @@ typedef struct {
     int         sample;
     const char *csv_path;
     const char *dump_dir;   /* reference values for the PyTorch comparison */
+    const char *ckpt_dir;   /* checkpoints; NULL: none */
+    int         ckpt_every; /* steps between checkpoints */
+    int         resume;     /* start from the newest valid checkpoint in ckpt_dir */
+    int         kill_at;    /* fault injection: the last rank SIGKILLs itself at this step */
 } ctrain_opts_t;
 
 int  ctrain_opts_parse(int argc, char **argv, ctrain_opts_t *o);
