@@ -7,4 +7,4 @@ ctrain_SOURCES = train/ctrain.c train/ctrain_opts.c train/ctrain_opts.h train/ct
     train/data.c train/data.h train/rng.h train/ckpt.c train/ckpt.h
 ctrain_CPPFLAGS = -I$(top_srcdir)/include -I$(top_builddir)/include
 ctrain_LDADD = libcoll.la -lm
-EXTRA_DIST += train/fetch_moby_dick.sh
+EXTRA_DIST += train/fetch_moby_dick.sh train/plot_loss.sh
