@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * ctrain -- the reference data-parallel trainer of libcoll: a byte-level GPT trained on real
- * text (Moby Dick), gradients averaged across ranks by the training layer (coll_ddp, optionally
+ * text (Moby Dick) or an MLP on Fashion-MNIST, gradients averaged across ranks by the training layer (coll_ddp, optionally
  * compressed per bucket), AdamW with warm-up and cosine decay and gradient clipping, one
  * progress line per step, a validation loss and a loss CSV. Uses only coll.h and coll_train.h.
  * Checkpoints are atomic and checksummed, one shard per rank, with resume (ckpt.c).
- * Not built yet: the MLP on Fashion-MNIST, ZeRO stages 1-3, mixed precision, background
+ * Not built yet: ZeRO stages 1-3, mixed precision, background
  * checkpoint writing.
  * Run: collrun -n 4 ./ctrain --data data/moby_dick.txt
  */
@@ -15,9 +15,7 @@
 #include "ckpt.h"        /* defines: ckpt_save_shard, ckpt_commit, ckpt_load_latest */
 #include "ctrain_opts.h" /* defines: ctrain_opts_t, ctrain_opts_parse, ctrain_usage */
 #include "ctrain_dump.h" /* defines: ctrain_dump_* (reference values for the tests) */
-#include "data.h"        /* defines: text_data_t and the sequence pickers */
-#include "gpt.h"         /* defines: gpt_t, gpt_forward, gpt_backward */
-#include "rng.h"         /* defines: rng_t */
+#include "model.h"       /* defines: model_t, model_gpt_create, model_mlp_create */
 
 #include <math.h>
 #include <signal.h>
@@ -101,7 +99,7 @@ static void on_grads_ready(void *arg, int first, int n)
     }
 }
 
-static coll_ddp_t *ddp_setup(coll_comm_t *world, const ctrain_opts_t *o, gpt_t *gpt)
+static coll_ddp_t *ddp_setup(coll_comm_t *world, const ctrain_opts_t *o, model_t *gpt)
 {
     coll_ddp_config_t cfg = COLL_DDP_CONFIG_INITIALIZER;
     coll_ddp_t       *ddp;
@@ -125,62 +123,27 @@ static coll_ddp_t *ddp_setup(coll_comm_t *world, const ctrain_opts_t *o, gpt_t *
     return ddp;
 }
 
-/* ---- evaluation: mean loss over fixed validation sequences shared out among ranks ---- */
+/* ---- evaluation: mean loss (and accuracy) over fixed validation items shared out ---- */
 
-static float evaluate(gpt_t *gpt, const text_data_t *data, const ctrain_opts_t *o, int rank,
-                      int nranks, coll_comm_t *world, uint8_t *seq, uint8_t *in, uint8_t *tg)
+static float evaluate(model_t *m, const ctrain_opts_t *o, int rank, int nranks,
+                      coll_comm_t *world, float *acc_p)
 {
-    int    nseq = o->eval_batches * o->batch * o->grad_accum * nranks, T = o->seqlen;
-    double acc[2] = {0.0, 0.0}; /* summed loss, sequences */
-    for (int j = rank; j < nseq; j += nranks) {
-        text_data_val_seq(data, j, nseq, T, seq);
-        memcpy(in, seq, T);
-        memcpy(tg, seq + 1, T);
-        acc[0] += gpt_forward(gpt, in, tg, 1, T);
-        acc[1] += 1.0;
+    int    n      = o->eval_batches * o->batch * o->grad_accum * nranks;
+    double acc[3] = {0.0, 0.0, 0.0}; /* summed loss, units, correct */
+    for (int j = rank; j < n; j += nranks) {
+        int correct;
+        acc[0] += m->val_item(m, j, n, &correct);
+        acc[1] += m->units;
+        acc[2] += correct;
     }
-    CHECK_COLL(coll_allreduce(acc, acc, 2, COLL_FLOAT64, COLL_SUM, world), "validation allreduce");
+    CHECK_COLL(coll_allreduce(acc, acc, 3, COLL_FLOAT64, COLL_SUM, world), "validation allreduce");
+    *acc_p = (float)(acc[2] / n);
     return (float)(acc[0] / acc[1]);
-}
-
-/* ---- sampling: temperature 1 from the model, printed by rank 0 ---- */
-
-static void sample_text(gpt_t *gpt, const text_data_t *data, int nbytes, uint64_t seed)
-{
-    int      T   = gpt->cfg.ctx;
-    uint8_t *buf = calloc((size_t)T, 1);
-    rng_t    rng;
-    rng_seed(&rng, seed ^ 0x5a5a);
-    int len = 1;
-    buf[0]  = data->bytes[data->ntrain]; /* prompt: first validation byte */
-    printf("sample: %c", buf[0]);
-    for (int k = 0; k < nbytes; k++) {
-        int start = len > T ? len - T : 0, n = len - start;
-        gpt_forward(gpt, buf + start, NULL, 1, n);
-        const float *p = gpt_probs(gpt, n - 1);
-        float        u = rng_uniform(&rng), c = 0.0f;
-        int          next = gpt->cfg.vocab - 1;
-        for (int v = 0; v < gpt->cfg.vocab; v++) {
-            c += p[v];
-            if (u <= c) {
-                next = v;
-                break;
-            }
-        }
-        if (len == T) {
-            memmove(buf, buf + 1, (size_t)T - 1);
-            len--;
-        }
-        buf[len++] = (uint8_t)next;
-        putchar(next);
-    }
-    printf("\n");
-    free(buf);
 }
 
 /* ---- checkpoints: resume from the newest valid one; save one shard per rank ---- */
 
-static int resume_state(const ctrain_opts_t *o, gpt_t *gpt, adamw_t *opt, int rank)
+static int resume_state(const ctrain_opts_t *o, model_t *gpt, adamw_t *opt, int rank)
 {
     size_t       n = gpt->nparams;
     ckpt_state_t s = {malloc(n * 4), malloc(n * 4), malloc(n * 4), n, 0, 0};
@@ -208,7 +171,7 @@ static int resume_state(const ctrain_opts_t *o, gpt_t *gpt, adamw_t *opt, int ra
 }
 
 /* Collective: every rank writes its shard, then rank 0 commits; returns seconds taken. */
-static double save_checkpoint(const ctrain_opts_t *o, gpt_t *gpt, adamw_t *opt, int step,
+static double save_checkpoint(const ctrain_opts_t *o, model_t *gpt, adamw_t *opt, int step,
                               int rank, int nranks, coll_comm_t *world)
 {
     double       t0 = now_s();
@@ -277,26 +240,19 @@ int main(int argc, char **argv)
         return 2;
     }
 
-    text_data_t data;
-    char        err[512];
-    if (text_data_load(&data, o.data_path, o.seqlen, o.seed, err, sizeof(err)) != 0) {
+    model_t *gpt;
+    char     err[512];
+    int      rc = strcmp(o.model, "mlp") == 0 ? model_mlp_create(&o, &gpt, err, sizeof(err))
+                                              : model_gpt_create(&o, &gpt, err, sizeof(err));
+    if (rc != 0) {
         fprintf(stderr, "ctrain: %s\n", err);
         return 2;
     }
-    gpt_config_t mc = {.vocab = 256, .ctx = o.seqlen, .layers = o.layers, .heads = o.heads,
-                       .channels = o.channels};
-    gpt_t       *gpt;
-    if (gpt_create(&mc, &gpt) != 0) {
-        fprintf(stderr, "ctrain: cannot build the model (channels %% heads == 0? memory?)\n");
-        return 2;
-    }
-    gpt_init_weights(gpt, o.seed);
     coll_ddp_t *ddp = ddp_setup(world, &o, gpt);
     adamw_t     opt = {calloc(gpt->nparams, sizeof(float)), calloc(gpt->nparams, sizeof(float)), 0};
-    int         B = o.batch, T = o.seqlen;
-    uint8_t    *seq = malloc((size_t)T + 1), *in = malloc((size_t)B * T), *tg = malloc((size_t)B * T);
+    int         B = o.batch;
     FILE       *csv = NULL;
-    if (opt.m == NULL || opt.v == NULL || seq == NULL || in == NULL || tg == NULL) {
+    if (opt.m == NULL || opt.v == NULL) {
         fprintf(stderr, "ctrain: out of memory\n");
         return 1;
     }
@@ -306,16 +262,16 @@ int main(int argc, char **argv)
         return 2;
     }
     if (rank == 0) {
-        printf("ctrain: gpt %d layers, %d channels, %d heads, ctx %d: %zu parameters; %d ranks x "
-               "batch %d x accum %d; data %s (%zu train / %zu val bytes)\n",
-               o.layers, o.channels, o.heads, T, gpt->nparams, nranks, B, o.grad_accum,
-               o.data_path, data.ntrain, data.len - data.ntrain);
+        printf("ctrain: %s; %d ranks x batch %d x accum %d\n", gpt->desc, nranks, B,
+               o.grad_accum);
     }
-    ctrain_dump_t *dump = o.dump_dir != NULL ? ctrain_dump_open(o.dump_dir, &o, gpt) : NULL;
+    ctrain_dump_t *dump = o.dump_dir != NULL && gpt->gpt != NULL
+                              ? ctrain_dump_open(o.dump_dir, &o, gpt->gpt)
+                              : NULL;
 
     double   t_start = now_s(), comm_total = 0.0;
     uint64_t wire_prev = 0;
-    float    val_loss  = NAN;
+    float    val_loss = NAN, val_acc = NAN;
     for (int step = start; step < o.steps; step++) {
         double t0 = now_s(), ckpt_s = -1.0;
         if (o.kill_at > 0 && start == 0 && step + 1 == o.kill_at && rank == nranks - 1) {
@@ -324,26 +280,22 @@ int main(int argc, char **argv)
         CHECK_COLL(coll_ddp_zero_grad(ddp), "coll_ddp_zero_grad");
         double loss_acc = 0.0;
         for (int micro = 0; micro < o.grad_accum; micro++) {
-            for (int b = 0; b < B; b++) { /* the global sequence index fixes the data */
-                uint64_t g = (((uint64_t)step * o.grad_accum + micro) * nranks + rank) * B + b;
-                text_data_train_seq(&data, g, T, seq);
-                memcpy(in + (size_t)b * T, seq, T);
-                memcpy(tg + (size_t)b * T, seq + 1, T);
-            }
-            if (dump != NULL) {
-                ctrain_dump_batch(dump, in, tg, B * T);
-            }
             int last = micro == o.grad_accum - 1;
             CHECK_COLL(coll_ddp_set_sync(ddp, last), "coll_ddp_set_sync");
-            loss_acc += gpt_forward(gpt, in, tg, B, T);
-            gpt_backward(gpt, 1.0f / o.grad_accum, last ? on_grads_ready : NULL, ddp);
+            /* the global item index fixes the data, whatever the number of ranks */
+            uint64_t g0 = (((uint64_t)step * o.grad_accum + micro) * nranks + rank) * B;
+            loss_acc += gpt->train_micro(gpt, g0, B, 1.0f / o.grad_accum,
+                                         last ? on_grads_ready : NULL, ddp);
+            if (dump != NULL) {
+                ctrain_dump_batch(dump, gpt->last_in, gpt->last_tg, B * o.seqlen);
+            }
         }
         CHECK_COLL(coll_ddp_wait(ddp), "coll_ddp_wait");
         double loss = loss_acc / o.grad_accum;
         CHECK_COLL(coll_allreduce(&loss, &loss, 1, COLL_FLOAT64, COLL_SUM, world), "loss allreduce");
         loss /= nranks;
         if (dump != NULL && step == 0) {
-            ctrain_dump_grads(dump, gpt);
+            ctrain_dump_grads(dump, gpt->gpt);
         }
         float lr   = lr_at(&o, step);
         float norm = adamw_step(&opt, &o, gpt->param_mem, gpt->grad_mem, gpt->nparams, lr);
@@ -352,7 +304,7 @@ int main(int argc, char **argv)
         }
         int do_eval = o.eval_every > 0 && ((step + 1) % o.eval_every == 0 || step + 1 == o.steps);
         if (do_eval) {
-            val_loss = evaluate(gpt, &data, &o, rank, nranks, world, seq, in, tg);
+            val_loss = evaluate(gpt, &o, rank, nranks, world, &val_acc);
         }
         if (o.ckpt_every > 0 && (step + 1) % o.ckpt_every == 0) {
             ckpt_s = save_checkpoint(&o, gpt, &opt, step + 1, rank, nranks, world);
@@ -363,13 +315,17 @@ int main(int argc, char **argv)
         comm_total += st.wait_s;
         if (rank == 0) {
             double eta = (now_s() - t_start) / (step + 1 - start) * (o.steps - step - 1);
-            printf("step %4d/%d | loss %.4f | lr %.2e | norm %.3f | %.0f tok/s | comm %4.1f%% | "
+            printf("step %4d/%d | loss %.4f | lr %.2e | norm %.3f | %.0f %s/s | comm %4.1f%% | "
                    "wire %.2f MB | eta %dm%02ds",
                    step + 1, o.steps, loss, lr, norm,
-                   (double)B * T * o.grad_accum * nranks / dt, 100.0 * st.wait_s / dt,
+                   (double)B * gpt->units * o.grad_accum * nranks / dt,
+                   gpt->units == 1 ? "samples" : "tok", 100.0 * st.wait_s / dt,
                    (st.wire_bytes - wire_prev) / 1e6, (int)eta / 60, (int)eta % 60);
             if (do_eval) {
                 printf(" | val %.4f", val_loss);
+                if (gpt->units == 1) {
+                    printf(" acc %.1f%%", 100.0 * val_acc);
+                }
             }
             if (ckpt_s >= 0.0) {
                 printf(" | ckpt %.1f ms", ckpt_s * 1e3);
@@ -390,7 +346,9 @@ int main(int argc, char **argv)
                "communication\n",
                o.steps - start, total, val_loss, 100.0 * comm_total / total);
         if (o.sample > 0) {
-            sample_text(gpt, &data, o.sample, o.seed);
+            if (gpt->gpt != NULL) {
+                model_gpt_sample(gpt, o.sample, o.seed);
+            }
         }
     }
     if (dump != NULL) {
@@ -400,9 +358,8 @@ int main(int argc, char **argv)
         fclose(csv);
     }
     CHECK_COLL(coll_ddp_destroy(ddp), "coll_ddp_destroy");
-    gpt_destroy(gpt);
-    text_data_free(&data);
-    free(opt.m), free(opt.v), free(seq), free(in), free(tg);
+    gpt->destroy(gpt);
+    free(opt.m), free(opt.v);
     coll_finalize();
     return 0;
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * ctrain_opts.c -- parsing and checking ctrain's long options (defaults shown by --help).
- * Options that are not built yet (--zero 1-3, --model mlp)
+ * Options that are not built yet (--zero 1-3)
  * are refused with a message rather than silently ignored.
  */
 #include "ctrain_opts.h"
@@ -14,10 +14,11 @@ void ctrain_usage(FILE *f)
 {
     fprintf(f,
             "usage: ctrain [options]   (rank and size from collrun, torchrun or Slurm)\n"
-            "  --model gpt              model (gpt; mlp not built yet)\n"
-            "  --data FILE              byte-level text [data/moby_dick.txt]\n"
+            "  --model gpt|mlp          byte-level GPT on text, or MLP on Fashion-MNIST [gpt]\n"
+            "  --data PATH              gpt: text file [data/moby_dick.txt]; mlp: directory of\n"
+            "                           the IDX .gz files [/usr/share/datasets/fashion-mnist]\n"
             "  --layers N               transformer blocks [2]\n"
-            "  --channels N             embedding width [64]\n"
+            "  --channels N             embedding width; mlp: hidden width [64]\n"
             "  --heads N                attention heads [4]\n"
             "  --seqlen N               context length T [64]\n"
             "  --steps N                optimizer steps [100]\n"
@@ -130,8 +131,8 @@ static int opt_one(int c, const char *a, ctrain_opts_t *o)
     int   rc = 0;
     switch (c) {
     case 'm':
-        if (strcmp(a, "gpt") != 0) {
-            fprintf(stderr, "ctrain: --model %s: only gpt is built so far\n", a);
+        if (strcmp(a, "gpt") != 0 && strcmp(a, "mlp") != 0) {
+            fprintf(stderr, "ctrain: --model wants gpt or mlp, got '%s'\n", a);
             return -1;
         }
         o->model = a;
@@ -188,7 +189,7 @@ static int opt_one(int c, const char *a, ctrain_opts_t *o)
 
 int ctrain_opts_parse(int argc, char **argv, ctrain_opts_t *o)
 {
-    ctrain_opts_t def = {.model = "gpt", .data_path = "data/moby_dick.txt", .layers = 2,
+    ctrain_opts_t def = {.model = "gpt", .data_path = NULL, .layers = 2,
                          .channels = 64, .heads = 4, .seqlen = 64, .steps = 100, .batch = 8,
                          .grad_accum = 1, .lr = 1e-3f, .min_lr_ratio = 0.1f,
                          .weight_decay = 0.1f, .clip = 1.0f, .beta1 = 0.9f, .beta2 = 0.95f,
@@ -207,6 +208,14 @@ int ctrain_opts_parse(int argc, char **argv, ctrain_opts_t *o)
             ctrain_usage(stderr);
             return -1;
         }
+    }
+    if (o->data_path == NULL) {
+        o->data_path = strcmp(o->model, "mlp") == 0 ? "/usr/share/datasets/fashion-mnist"
+                                                    : "data/moby_dick.txt";
+    }
+    if (o->dump_dir != NULL && strcmp(o->model, "gpt") != 0) {
+        fprintf(stderr, "ctrain: --dump is for --model gpt\n");
+        return -1;
     }
     if (optind < argc) {
         fprintf(stderr, "ctrain: unexpected argument '%s'\n", argv[optind]);

@@ -4,7 +4,8 @@
 # test_ctrain_ranks.sh -- ctrain's data parallelism keeps the mathematics of one process: with
 # the same global batch, 4 ranks x batch 2 and 1 rank x batch 2 x 4 accumulation steps give the
 # loss curve of 1 rank x batch 8 (to 1e-5 relative: only summation order differs); bf16 on the
-# wire stays within 1e-2. Bad options and a missing data file are refused with status 2.
+# wire stays within 1e-2; the same for the MLP on Fashion-MNIST, which must also pass 70%
+# validation accuracy. Bad options and missing data are refused with status 2.
 # Exit 0 pass, 1 fail, 99 harness error.
 srcdir=${srcdir:-.}
 CTRAIN=${top_builddir:-.}/ctrain
@@ -36,8 +37,23 @@ run bf16 "$COLLRUN" -n 4 "$CTRAIN" $A --batch 2 --comm-dtype bf16
 compare one four 1e-5
 compare one accum 1e-5
 compare one bf16 1e-2
+# the MLP on Fashion-MNIST (when Debian's dataset-fashion-mnist is installed): 4 ranks = 1 rank
+# and better than 70% validation accuracy after 150 steps (chance: 10%)
+FM=/usr/share/datasets/fashion-mnist
+if [ -r "$FM/train-images-idx3-ubyte.gz" ]; then
+    M="--model mlp --data $FM --channels 32 --steps 12 --warmup 3 --eval-every 6"
+    run mlp1 "$CTRAIN" $M --batch 16
+    run mlp4 "$COLLRUN" -n 4 "$CTRAIN" $M --batch 4
+    compare mlp1 mlp4 1e-5
+    "$CTRAIN" --model mlp --data $FM --steps 150 --batch 32 --eval-every 150 --eval-batches 30 >"$T/mlpacc.out" 2>&1
+    acc=$(sed -n 's/.* acc \([0-9.]*\)%.*/\1/p' "$T/mlpacc.out" | tail -1)
+    echo "mlp: validation accuracy after 150 steps: ${acc:-none}%"
+    awk -v a="${acc:-0}" 'BEGIN { exit !(a > 70) }' || { cat "$T/mlpacc.out"; echo "FAIL: mlp accuracy"; nfail=$((nfail + 1)); }
+else
+    echo "mlp: $FM absent, the MLP part is not run"
+fi
 grep -q "^step   12/12 .*| val " "$T/four.out" || { echo "FAIL: no progress line with validation loss"; nfail=$((nfail + 1)); }
-for bad in "--steps 0" "--channels 30 --heads 4" "--compress topk:2" "--comm-dtype int8" "--zero 7" "--data $T/none.txt" "--bogus"; do
+for bad in "--model cnn" "--model mlp --data $T" "--steps 0" "--channels 30 --heads 4" "--compress topk:2" "--comm-dtype int8" "--zero 7" "--data $T/none.txt" "--bogus"; do
     "$CTRAIN" $bad >"$T/bad.out" 2>&1
     rc=$?
     if [ $rc -ne 2 ] || ! grep -q "ctrain: " "$T/bad.out"; then
