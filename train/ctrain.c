@@ -113,8 +113,13 @@ static coll_ddp_t *ddp_setup(coll_comm_t *world, const ctrain_opts_t *o, model_t
     }
     CHECK_COLL(coll_ddp_broadcast_params(ddp, 0), "coll_ddp_broadcast_params");
     if (o->compress.kind != 0) {
-        coll_ddp_stats_t st;
+        coll_ddp_stats_t st; /* the buckets exist once a call needs them: zero_grad does */
+        CHECK_COLL(coll_ddp_zero_grad(ddp), "coll_ddp_zero_grad");
         CHECK_COLL(coll_ddp_get_stats(ddp, &st), "coll_ddp_get_stats");
+        if (st.nbuckets <= 0) {
+            fprintf(stderr, "ctrain: no gradient buckets to compress\n");
+            exit(1);
+        }
         for (int b = 0; b < st.nbuckets; b++) {
             CHECK_COLL(coll_ddp_set_bucket_compress(ddp, b, &o->compress),
                        "coll_ddp_set_bucket_compress");

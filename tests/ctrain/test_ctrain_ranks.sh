@@ -4,7 +4,7 @@
 # test_ctrain_ranks.sh -- ctrain's data parallelism keeps the mathematics of one process: with
 # the same global batch, 4 ranks x batch 2 and 1 rank x batch 2 x 4 accumulation steps give the
 # loss curve of 1 rank x batch 8 (to 1e-5 relative: only summation order differs); bf16 on the
-# wire stays within 1e-2; the same for the MLP on Fashion-MNIST, which must also pass 70%
+# wire stays within 1e-2; top-k and 1-bit compression train and send less; the same for the MLP on Fashion-MNIST, which must also pass 70%
 # validation accuracy. Bad options and missing data are refused with status 2.
 # Exit 0 pass, 1 fail, 99 harness error.
 srcdir=${srcdir:-.}
@@ -37,6 +37,16 @@ run bf16 "$COLLRUN" -n 4 "$CTRAIN" $A --batch 2 --comm-dtype bf16
 compare one four 1e-5
 compare one accum 1e-5
 compare one bf16 1e-2
+# compressed gradients: top-k 1% and 1-bit train (loss within 10% of dense after 12 steps) and
+# put far fewer bytes on the wire than dense
+run topk "$COLLRUN" -n 4 "$CTRAIN" $A --batch 2 --compress topk:0.01
+run onebit "$COLLRUN" -n 4 "$CTRAIN" $A --batch 2 --compress onebit
+compare four topk 0.1
+compare four onebit 0.1
+wire() { sed -n 's/^step   12\/12 .*| wire \([0-9.]*\) MB.*/\1/p' "$T/$1.out"; }
+echo "wire MB in step 12: dense $(wire four), top-k 1% $(wire topk), 1-bit $(wire onebit)"
+awk -v d="$(wire four)" -v t="$(wire topk)" -v o="$(wire onebit)" \
+    'BEGIN { exit !(d > 0 && t != "" && o != "" && t * 5 < d && o * 5 < d) }' || { echo "FAIL: compressed runs do not send less"; nfail=$((nfail + 1)); }
 # the MLP on Fashion-MNIST (when Debian's dataset-fashion-mnist is installed): 4 ranks = 1 rank
 # and better than 70% validation accuracy after 150 steps (chance: 10%)
 FM=/usr/share/datasets/fashion-mnist
