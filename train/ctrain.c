@@ -5,7 +5,8 @@
  * compressed per bucket), AdamW with warm-up and cosine decay and gradient clipping, one
  * progress line per step, a validation loss and a loss CSV. Uses only coll.h and coll_train.h.
  * Checkpoints are atomic and checksummed, one shard per rank, with resume (ckpt.c).
- * Not built yet: ZeRO stages 1-3, mixed precision, background
+ * --zero 1|2 runs the optimizer sharded (ctrain_zero.c; constant lr, no clipping).
+ * Not built yet: ZeRO stage 3 in ctrain, mixed precision, background
  * checkpoint writing.
  * Run: collrun -n 4 ./ctrain --data data/moby_dick.txt
  */
@@ -15,6 +16,7 @@
 #include "ckpt.h"        /* defines: ckpt_save_shard, ckpt_commit, ckpt_load_latest */
 #include "ctrain_opts.h" /* defines: ctrain_opts_t, ctrain_opts_parse, ctrain_usage */
 #include "ctrain_dump.h" /* defines: ctrain_dump_* (reference values for the tests) */
+#include "ctrain_zero.h" /* defines: ctrain_zero_setup, _begin, _ready, _step (--zero 1|2) */
 #include "model.h"       /* defines: model_t, model_gpt_create, model_mlp_create */
 
 #include <math.h>
@@ -253,7 +255,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "ctrain: %s\n", err);
         return 2;
     }
-    coll_ddp_t *ddp = ddp_setup(world, &o, gpt);
+    coll_ddp_t  *ddp  = o.zero == 0 ? ddp_setup(world, &o, gpt) : NULL;
+    coll_zero_t *zero = o.zero > 0 ? ctrain_zero_setup(world, &o, gpt) : NULL;
     adamw_t     opt = {calloc(gpt->nparams, sizeof(float)), calloc(gpt->nparams, sizeof(float)), 0};
     int         B = o.batch;
     FILE       *csv = NULL;
@@ -282,28 +285,48 @@ int main(int argc, char **argv)
         if (o.kill_at > 0 && start == 0 && step + 1 == o.kill_at && rank == nranks - 1) {
             raise(SIGKILL); /* --kill-at: a rank dies hard in the middle of the run */
         }
-        CHECK_COLL(coll_ddp_zero_grad(ddp), "coll_ddp_zero_grad");
+        if (zero != NULL) {
+            ctrain_zero_begin(zero, gpt);
+        } else {
+            CHECK_COLL(coll_ddp_zero_grad(ddp), "coll_ddp_zero_grad");
+        }
         double loss_acc = 0.0;
         for (int micro = 0; micro < o.grad_accum; micro++) {
             int last = micro == o.grad_accum - 1;
-            CHECK_COLL(coll_ddp_set_sync(ddp, last), "coll_ddp_set_sync");
+            if (ddp != NULL) {
+                CHECK_COLL(coll_ddp_set_sync(ddp, last), "coll_ddp_set_sync");
+            }
             /* the global item index fixes the data, whatever the number of ranks */
             uint64_t g0 = (((uint64_t)step * o.grad_accum + micro) * nranks + rank) * B;
-            loss_acc += gpt->train_micro(gpt, g0, B, 1.0f / o.grad_accum,
-                                         last ? on_grads_ready : NULL, ddp);
+            gpt_ready_fn_t ready = zero != NULL ? ctrain_zero_ready : on_grads_ready;
+            loss_acc += gpt->train_micro(gpt, g0, B, 1.0f / o.grad_accum, last ? ready : NULL,
+                                         zero != NULL ? (void *)zero : (void *)ddp);
             if (dump != NULL) {
                 ctrain_dump_batch(dump, gpt->last_in, gpt->last_tg, B * o.seqlen);
             }
         }
-        CHECK_COLL(coll_ddp_wait(ddp), "coll_ddp_wait");
+        double   comm_s = 0.0, tz = now_s();
+        uint64_t wire_now;
+        float    lr = lr_at(&o, step), norm = NAN;
+        if (zero != NULL) { /* reduce-scatter, shard-wise AdamW, all-gather */
+            wire_now = ctrain_zero_step(zero, gpt);
+            comm_s   = now_s() - tz;
+        } else {
+            coll_ddp_stats_t st;
+            CHECK_COLL(coll_ddp_wait(ddp), "coll_ddp_wait");
+            CHECK_COLL(coll_ddp_get_stats(ddp, &st), "coll_ddp_get_stats");
+            comm_s   = st.wait_s;
+            wire_now = st.wire_bytes;
+        }
         double loss = loss_acc / o.grad_accum;
         CHECK_COLL(coll_allreduce(&loss, &loss, 1, COLL_FLOAT64, COLL_SUM, world), "loss allreduce");
         loss /= nranks;
         if (dump != NULL && step == 0) {
             ctrain_dump_grads(dump, gpt->gpt);
         }
-        float lr   = lr_at(&o, step);
-        float norm = adamw_step(&opt, &o, gpt->param_mem, gpt->grad_mem, gpt->nparams, lr);
+        if (zero == NULL) {
+            norm = adamw_step(&opt, &o, gpt->param_mem, gpt->grad_mem, gpt->nparams, lr);
+        }
         if (dump != NULL) {
             ctrain_dump_loss(dump, step, loss, norm);
         }
@@ -314,18 +337,16 @@ int main(int argc, char **argv)
         if (o.ckpt_every > 0 && (step + 1) % o.ckpt_every == 0) {
             ckpt_s = save_checkpoint(&o, gpt, &opt, step + 1, rank, nranks, world);
         }
-        double           dt = now_s() - t0;
-        coll_ddp_stats_t st;
-        CHECK_COLL(coll_ddp_get_stats(ddp, &st), "coll_ddp_get_stats");
-        comm_total += st.wait_s;
+        double dt = now_s() - t0;
+        comm_total += comm_s;
         if (rank == 0) {
             double eta = (now_s() - t_start) / (step + 1 - start) * (o.steps - step - 1);
             printf("step %4d/%d | loss %.4f | lr %.2e | norm %.3f | %.0f %s/s | comm %4.1f%% | "
                    "wire %.2f MB | eta %dm%02ds",
                    step + 1, o.steps, loss, lr, norm,
                    (double)B * gpt->units * o.grad_accum * nranks / dt,
-                   gpt->units == 1 ? "samples" : "tok", 100.0 * st.wait_s / dt,
-                   (st.wire_bytes - wire_prev) / 1e6, (int)eta / 60, (int)eta % 60);
+                   gpt->units == 1 ? "samples" : "tok", 100.0 * comm_s / dt,
+                   (wire_now - wire_prev) / 1e6, (int)eta / 60, (int)eta % 60);
             if (do_eval) {
                 printf(" | val %.4f", val_loss);
                 if (gpt->units == 1) {
@@ -338,7 +359,7 @@ int main(int argc, char **argv)
             printf("\n");
             fflush(stdout);
         }
-        wire_prev = st.wire_bytes;
+        wire_prev = wire_now;
         if (csv != NULL) {
             fprintf(csv, "%d,%.6f,%s%.6f,%.6e,%.6f,%.6f\n", step + 1, loss, "",
                     do_eval ? val_loss : NAN, lr, norm, dt);
@@ -362,7 +383,11 @@ int main(int argc, char **argv)
     if (csv != NULL) {
         fclose(csv);
     }
-    CHECK_COLL(coll_ddp_destroy(ddp), "coll_ddp_destroy");
+    if (ddp != NULL) {
+        CHECK_COLL(coll_ddp_destroy(ddp), "coll_ddp_destroy");
+    } else {
+        CHECK_COLL(coll_zero_destroy(zero), "coll_zero_destroy");
+    }
     gpt->destroy(gpt);
     free(opt.m), free(opt.v);
     coll_finalize();

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * ctrain_opts.c -- parsing and checking ctrain's long options (defaults shown by --help).
- * Options that are not built yet (--zero 1-3)
+ * Options that are not built yet (--zero 3)
  * are refused with a message rather than silently ignored.
  */
 #include "ctrain_opts.h"
@@ -29,7 +29,8 @@ void ctrain_usage(FILE *f)
             "  --min-lr-ratio X         cosine decays to X * lr [0.1]\n"
             "  --weight-decay X         AdamW decoupled decay [0.1]\n"
             "  --clip X                 gradient-norm clip, 0 = off [1.0]\n"
-            "  --zero 0                 ZeRO stage (0 = DDP; 1-3 not wired into ctrain yet)\n"
+            "  --zero 0|1|2             ZeRO stage (0 = DDP); 1|2 need --clip 0 --warmup 0\n"
+            "                           --min-lr-ratio 1 (constant lr) [0]\n"
             "  --compress none|topk:RATIO|onebit   per-bucket gradient compression [none]\n"
             "  --bucket-mb X            DDP bucket cap in MiB [25]\n"
             "  --comm-dtype fp32|bf16|fp16  gradient dtype on the wire [fp32]\n"
@@ -152,8 +153,8 @@ static int opt_one(int c, const char *a, ctrain_opts_t *o)
     case 'c': return opt_float("clip", a, 0.0f, &o->clip);
     case 'z':
         rc = opt_int("zero", a, 0, &o->zero);
-        if (rc == 0 && o->zero != 0) {
-            fprintf(stderr, "ctrain: --zero %d: only 0 (DDP) is wired into ctrain so far\n",
+        if (rc == 0 && o->zero > 2) {
+            fprintf(stderr, "ctrain: --zero %d: stages 0-2 are wired into ctrain so far\n",
                     o->zero);
             return -1;
         }
@@ -208,6 +209,13 @@ int ctrain_opts_parse(int argc, char **argv, ctrain_opts_t *o)
             ctrain_usage(stderr);
             return -1;
         }
+    }
+    if (o->zero > 0 && (o->clip != 0.0f || o->warmup != 0 || o->min_lr_ratio != 1.0f ||
+                        o->compress.kind != 0 || o->ckpt_dir != NULL || o->dump_dir != NULL)) {
+        fprintf(stderr, "ctrain: --zero %d takes a constant learning rate and no clipping "
+                        "(--clip 0 --warmup 0 --min-lr-ratio 1), and no --compress, --ckpt-dir "
+                        "or --dump\n", o->zero);
+        return -1;
     }
     if (o->data_path == NULL) {
         o->data_path = strcmp(o->model, "mlp") == 0 ? "/usr/share/datasets/fashion-mnist"

@@ -4,7 +4,7 @@
 # test_ctrain_ranks.sh -- ctrain's data parallelism keeps the mathematics of one process: with
 # the same global batch, 4 ranks x batch 2 and 1 rank x batch 2 x 4 accumulation steps give the
 # loss curve of 1 rank x batch 8 (to 1e-5 relative: only summation order differs); bf16 on the
-# wire stays within 1e-2; top-k and 1-bit compression train and send less; the same for the MLP on Fashion-MNIST, which must also pass 70%
+# wire stays within 1e-2; ZeRO-1/2 = DDP; top-k and 1-bit compression train and send less; the same for the MLP on Fashion-MNIST, which must also pass 70%
 # validation accuracy. Bad options and missing data are refused with status 2.
 # Exit 0 pass, 1 fail, 99 harness error.
 srcdir=${srcdir:-.}
@@ -37,6 +37,13 @@ run bf16 "$COLLRUN" -n 4 "$CTRAIN" $A --batch 2 --comm-dtype bf16
 compare one four 1e-5
 compare one accum 1e-5
 compare one bf16 1e-2
+# ZeRO-1 and ZeRO-2 (optimizer sharded by coll_zero; constant lr, no clipping) = DDP
+Z="--warmup 0 --min-lr-ratio 1 --clip 0 --batch 2"
+run ddpc "$COLLRUN" -n 4 "$CTRAIN" $A $Z
+run zero1 "$COLLRUN" -n 4 "$CTRAIN" $A $Z --zero 1
+run zero2 "$COLLRUN" -n 4 "$CTRAIN" $A $Z --zero 2
+compare ddpc zero1 1e-5
+compare ddpc zero2 1e-5
 # compressed gradients: top-k 1% and 1-bit train (loss within 10% of dense after 12 steps) and
 # put far fewer bytes on the wire than dense
 run topk "$COLLRUN" -n 4 "$CTRAIN" $A --batch 2 --compress topk:0.01
@@ -63,7 +70,7 @@ else
     echo "mlp: $FM absent, the MLP part is not run"
 fi
 grep -q "^step   12/12 .*| val " "$T/four.out" || { echo "FAIL: no progress line with validation loss"; nfail=$((nfail + 1)); }
-for bad in "--model cnn" "--model mlp --data $T" "--steps 0" "--channels 30 --heads 4" "--compress topk:2" "--comm-dtype int8" "--zero 7" "--data $T/none.txt" "--bogus"; do
+for bad in "--model cnn" "--model mlp --data $T" "--steps 0" "--channels 30 --heads 4" "--compress topk:2" "--comm-dtype int8" "--zero 7" "--zero 1" "--data $T/none.txt" "--bogus"; do
     "$CTRAIN" $bad >"$T/bad.out" 2>&1
     rc=$?
     if [ $rc -ne 2 ] || ! grep -q "ctrain: " "$T/bad.out"; then
