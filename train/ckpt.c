@@ -5,7 +5,7 @@
  * and the schedule) and the seed, then a manifest written by rank 0 once every shard is on
  * disk. Every file is written to a temporary name, fsynced and renamed (atomic) and carries an
  * FNV-1a checksum; a checkpoint with a missing or corrupt file is skipped for the one before.
- * Writing is synchronous (not in the background).
+ * ctrain calls ckpt_save_shard from a background thread, on a copy of the state.
  */
 #include "ckpt.h"
 

@@ -4,10 +4,10 @@
  * text (Moby Dick) or an MLP on Fashion-MNIST, gradients averaged across ranks by the training layer (coll_ddp, optionally
  * compressed per bucket), AdamW with warm-up and cosine decay and gradient clipping, one
  * progress line per step, a validation loss and a loss CSV. Uses only coll.h and coll_train.h.
- * Checkpoints are atomic and checksummed, one shard per rank, with resume (ckpt.c).
+ * Checkpoints are atomic and checksummed, one shard per rank written in the background, with
+ * resume (ckpt.c).
  * --zero 1|2 runs the optimizer sharded (ctrain_zero.c; constant lr, no clipping).
- * Not built yet: ZeRO stage 3 in ctrain, mixed precision, background
- * checkpoint writing.
+ * Not built yet: ZeRO stage 3 in ctrain, mixed precision, checkpoints under ZeRO.
  * Run: collrun -n 4 ./ctrain --data data/moby_dick.txt
  */
 #include <coll.h>       /* defines: coll_init, coll_allreduce, coll_comm_rank/size */
@@ -20,6 +20,7 @@
 #include "model.h"       /* defines: model_t, model_gpt_create, model_mlp_create */
 
 #include <math.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -177,22 +178,66 @@ static int resume_state(const ctrain_opts_t *o, model_t *gpt, adamw_t *opt, int 
     return rc == 0 ? (int)step : 0;
 }
 
-/* Collective: every rank writes its shard, then rank 0 commits; returns seconds taken. */
-static double save_checkpoint(const ctrain_opts_t *o, model_t *gpt, adamw_t *opt, int step,
-                              int rank, int nranks, coll_comm_t *world)
+/* A checkpoint is written in the background: the state is copied (cheap next to a step),
+ * a thread writes this rank's shard while the next step runs, and at the end of that step
+ * every rank joins its thread, the ranks vote and rank 0 commits the manifest. */
+typedef struct {
+    pthread_t    thread;
+    int          busy, step, rank, nranks, rc;
+    const char  *dir;
+    ckpt_state_t snap;
+} ckpt_writer_t;
+
+static void *ckpt_writer_main(void *arg)
 {
-    double       t0 = now_s();
-    ckpt_state_t s  = {gpt->param_mem, opt->m, opt->v, gpt->nparams, (uint64_t)opt->t, o->seed};
-    int          bad = ckpt_save_shard(o->ckpt_dir, (uint64_t)step, rank, nranks, &s) != 0;
+    ckpt_writer_t *w = arg;
+    w->rc = ckpt_save_shard(w->dir, (uint64_t)w->step, w->rank, w->nranks, &w->snap);
+    return NULL;
+}
+
+static void ckpt_start(ckpt_writer_t *w, const ctrain_opts_t *o, model_t *m, adamw_t *opt,
+                       int step)
+{
+    size_t n = m->nparams * sizeof(float);
+    if (w->snap.params == NULL) {
+        w->snap.params = malloc(n), w->snap.m = malloc(n), w->snap.v = malloc(n);
+        if (w->snap.params == NULL || w->snap.m == NULL || w->snap.v == NULL) {
+            fprintf(stderr, "ctrain: out of memory for a checkpoint\n");
+            exit(1);
+        }
+    }
+    memcpy(w->snap.params, m->param_mem, n);
+    memcpy(w->snap.m, opt->m, n);
+    memcpy(w->snap.v, opt->v, n);
+    w->snap.nparams = m->nparams, w->snap.adam_t = (uint64_t)opt->t, w->snap.seed = o->seed;
+    w->step = step, w->dir = o->ckpt_dir, w->rc = 0;
+    if (pthread_create(&w->thread, NULL, ckpt_writer_main, w) != 0) {
+        ckpt_writer_main(w); /* no thread: write it now */
+        w->busy = -1;
+        return;
+    }
+    w->busy = 1;
+}
+
+/* Collective when a checkpoint is in flight on every rank (the same steps everywhere). */
+static void ckpt_finish(ckpt_writer_t *w, coll_comm_t *world)
+{
+    if (w->busy == 0) {
+        return;
+    }
+    if (w->busy == 1) {
+        pthread_join(w->thread, NULL);
+    }
+    w->busy = 0;
+    int bad = w->rc != 0;
     CHECK_COLL(coll_allreduce(&bad, &bad, 1, COLL_INT32, COLL_SUM, world), "checkpoint vote");
-    if (bad == 0 && rank == 0 && ckpt_commit(o->ckpt_dir, (uint64_t)step, nranks) != 0) {
+    if (bad == 0 && w->rank == 0 && ckpt_commit(w->dir, (uint64_t)w->step, w->nranks) != 0) {
         bad = 1;
     }
     if (bad != 0) {
         fprintf(stderr, "ctrain: rank %d: checkpoint at step %d not complete; training goes on\n",
-                rank, step);
+                w->rank, w->step);
     }
-    return now_s() - t0;
 }
 
 /* On resume, keep the loss CSV's lines up to the checkpoint and append from there. */
@@ -277,11 +322,14 @@ int main(int argc, char **argv)
                               ? ctrain_dump_open(o.dump_dir, &o, gpt->gpt)
                               : NULL;
 
-    double   t_start = now_s(), comm_total = 0.0;
+    double   t_start = now_s(), comm_total = 0.0, t_ckpt[2] = {0, 0}; /* step time: without, with */
+    int      n_ckpt[2] = {0, 0};
+    ckpt_writer_t writer = {.rank = rank, .nranks = nranks};
     uint64_t wire_prev = 0;
     float    val_loss = NAN, val_acc = NAN;
     for (int step = start; step < o.steps; step++) {
-        double t0 = now_s(), ckpt_s = -1.0;
+        double t0 = now_s();
+        int    in_flight = writer.busy != 0; /* a checkpoint is being written during this step */
         if (o.kill_at > 0 && start == 0 && step + 1 == o.kill_at && rank == nranks - 1) {
             raise(SIGKILL); /* --kill-at: a rank dies hard in the middle of the run */
         }
@@ -334,10 +382,13 @@ int main(int argc, char **argv)
         if (do_eval) {
             val_loss = evaluate(gpt, &o, rank, nranks, world, &val_acc);
         }
+        double dt = now_s() - t0; /* the step's time, before any checkpoint work */
+        t_ckpt[in_flight] += dt;
+        n_ckpt[in_flight]++;
+        ckpt_finish(&writer, world); /* commit the one written during this step */
         if (o.ckpt_every > 0 && (step + 1) % o.ckpt_every == 0) {
-            ckpt_s = save_checkpoint(&o, gpt, &opt, step + 1, rank, nranks, world);
+            ckpt_start(&writer, &o, gpt, &opt, step + 1);
         }
-        double dt = now_s() - t0;
         comm_total += comm_s;
         if (rank == 0) {
             double eta = (now_s() - t_start) / (step + 1 - start) * (o.steps - step - 1);
@@ -353,8 +404,8 @@ int main(int argc, char **argv)
                     printf(" acc %.1f%%", 100.0 * val_acc);
                 }
             }
-            if (ckpt_s >= 0.0) {
-                printf(" | ckpt %.1f ms", ckpt_s * 1e3);
+            if (in_flight) {
+                printf(" | ckpt written meanwhile");
             }
             printf("\n");
             fflush(stdout);
@@ -365,6 +416,13 @@ int main(int argc, char **argv)
                     do_eval ? val_loss : NAN, lr, norm, dt);
             fflush(csv);
         }
+    }
+    ckpt_finish(&writer, world);
+    free(writer.snap.params), free(writer.snap.m), free(writer.snap.v);
+    if (rank == 0 && n_ckpt[1] > 0) {
+        printf("step time: %.1f ms without a checkpoint in flight (%d steps), %.1f ms with one "
+               "(%d steps)\n", 1e3 * t_ckpt[0] / (n_ckpt[0] > 0 ? n_ckpt[0] : 1), n_ckpt[0],
+               1e3 * t_ckpt[1] / n_ckpt[1], n_ckpt[1]);
     }
     if (rank == 0) {
         double total = now_s() - t_start;
