@@ -9,3 +9,4 @@ ctrain_SOURCES = train/ctrain.c train/ctrain_opts.c train/ctrain_opts.h train/ct
 ctrain_CPPFLAGS = -I$(top_srcdir)/include -I$(top_builddir)/include
 ctrain_LDADD = libcoll.la -lz -lpthread -lm
 EXTRA_DIST += train/fetch_moby_dick.sh train/plot_loss.sh
+dist_man_MANS += man/man1/ctrain.1
