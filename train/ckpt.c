@@ -82,15 +82,15 @@ int ckpt_save_shard(const char *root, uint64_t step, int rank, int nranks, const
     }
     size_t        off = s->nparams * (size_t)rank / nranks;
     size_t        cnt = s->nparams * (size_t)(rank + 1) / nranks - off;
-    ckpt_header_t h   = {CKPT_MAGIC, step, s->nparams, off, cnt, s->adam_t, s->seed,
+    ckpt_header_t h   = {CKPT_MAGIC,       step,           s->nparams, off, cnt, s->adam_t, s->seed,
                          (uint64_t)nranks, (uint64_t)rank, 0};
     uint64_t      c   = fnv1a(0xcbf29ce484222325ULL, &h, sizeof(h));
-    c = fnv1a(c, s->params + off, cnt * sizeof(float));
-    c = fnv1a(c, s->m + off, cnt * sizeof(float));
-    c = fnv1a(c, s->v + off, cnt * sizeof(float));
-    h.checksum               = c;
-    const void  *parts[4]    = {&h, s->params + off, s->m + off, s->v + off};
-    const size_t lens[4]     = {sizeof(h), cnt * 4, cnt * 4, cnt * 4};
+    c                 = fnv1a(c, s->params + off, cnt * sizeof(float));
+    c                 = fnv1a(c, s->m + off, cnt * sizeof(float));
+    c                 = fnv1a(c, s->v + off, cnt * sizeof(float));
+    h.checksum        = c;
+    const void  *parts[4] = {&h, s->params + off, s->m + off, s->v + off};
+    const size_t lens[4]  = {sizeof(h), cnt * 4, cnt * 4, cnt * 4};
     snprintf(name, sizeof(name), "shard-%d-of-%d.bin", rank, nranks);
     return write_atomic(dir, name, parts, lens, 4);
 }
@@ -99,8 +99,8 @@ int ckpt_commit(const char *root, uint64_t step, int nranks)
 {
     char dir[4200], text[128];
     snprintf(dir, sizeof(dir), "%s/step-%08llu", root, (unsigned long long)step);
-    int          n     = snprintf(text, sizeof(text), "step %llu\nshards %d\n",
-                                  (unsigned long long)step, nranks);
+    int n =
+        snprintf(text, sizeof(text), "step %llu\nshards %d\n", (unsigned long long)step, nranks);
     const void  *parts[1] = {text};
     const size_t lens[1]  = {(size_t)n};
     return write_atomic(dir, "manifest", parts, lens, 1);
@@ -109,8 +109,8 @@ int ckpt_commit(const char *root, uint64_t step, int nranks)
 /* Read and verify every shard of one checkpoint into s (sized for s->nparams). */
 static int ckpt_load_dir(const char *dir, ckpt_state_t *s, uint64_t *step_p)
 {
-    char path[4300];
-    int  nranks = 0;
+    char               path[4300];
+    int                nranks = 0;
     unsigned long long step;
     snprintf(path, sizeof(path), "%s/manifest", dir);
     FILE *f = fopen(path, "r");
@@ -140,9 +140,9 @@ static int ckpt_load_dir(const char *dir, ckpt_state_t *s, uint64_t *step_p)
         uint64_t want = h.checksum;
         h.checksum    = 0;
         uint64_t c    = fnv1a(0xcbf29ce484222325ULL, &h, sizeof(h));
-        c = fnv1a(c, s->params + h.off, h.count * 4);
-        c = fnv1a(c, s->m + h.off, h.count * 4);
-        c = fnv1a(c, s->v + h.off, h.count * 4);
+        c             = fnv1a(c, s->params + h.off, h.count * 4);
+        c             = fnv1a(c, s->m + h.off, h.count * 4);
+        c             = fnv1a(c, s->v + h.off, h.count * 4);
         if (!ok || c != want) {
             fprintf(stderr, "ctrain: checkpoint %s: shard %d is corrupt (checksum)\n", dir, r);
             return -1;
@@ -166,7 +166,7 @@ int ckpt_load_latest(const char *root, ckpt_state_t *s, uint64_t *step_p)
         return 1; /* nothing saved yet */
     }
     char         **names = NULL;
-    size_t         n = 0;
+    size_t         n     = 0;
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
         if (strncmp(e->d_name, "step-", 5) == 0) {

@@ -11,7 +11,7 @@
 typedef struct {
     float   *params, *m, *v; /* nparams each: the whole state (replicated under DDP) */
     size_t   nparams;
-    uint64_t adam_t;         /* optimizer steps taken */
+    uint64_t adam_t; /* optimizer steps taken */
     uint64_t seed;
 } ckpt_state_t;
 

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * ctrain -- the reference data-parallel trainer of libcoll: a byte-level GPT trained on real
- * text (Moby Dick) or an MLP on Fashion-MNIST, gradients averaged across ranks by the training layer (coll_ddp, optionally
- * compressed per bucket), AdamW with warm-up and cosine decay and gradient clipping, one
- * progress line per step, a validation loss and a loss CSV. Uses only coll.h and coll_train.h.
- * Checkpoints are atomic and checksummed, one shard per rank written in the background, with
- * resume (ckpt.c).
+ * text (Moby Dick) or an MLP on Fashion-MNIST, gradients averaged across ranks by the training
+ * layer (coll_ddp, optionally compressed per bucket), AdamW with warm-up and cosine decay and
+ * gradient clipping, one progress line per step, a validation loss and a loss CSV. Uses only coll.h
+ * and coll_train.h. Checkpoints are atomic and checksummed, one shard per rank written in the
+ * background, with resume (ckpt.c).
  * --zero 1|2 runs the optimizer sharded (ctrain_zero.c; constant lr, no clipping).
  * Not built yet: ZeRO stage 3 in ctrain, mixed precision, checkpoints under ZeRO.
  * Run: collrun -n 4 ./ctrain --data data/moby_dick.txt
@@ -82,8 +82,8 @@ static float adamw_step(adamw_t *opt, const ctrain_opts_t *o, float *p, float *g
     opt->t++;
     float bc1 = 1.0f - powf(o->beta1, (float)opt->t), bc2 = 1.0f - powf(o->beta2, (float)opt->t);
     for (size_t i = 0; i < n; i++) {
-        float gi  = g[i] * clip;
-        p[i]     *= 1.0f - lr * o->weight_decay; /* decoupled decay first, as torch.optim.AdamW */
+        float gi = g[i] * clip;
+        p[i] *= 1.0f - lr * o->weight_decay; /* decoupled decay first, as torch.optim.AdamW */
         opt->m[i] = o->beta1 * opt->m[i] + (1.0f - o->beta1) * gi;
         opt->v[i] = o->beta2 * opt->v[i] + (1.0f - o->beta2) * gi * gi;
         float mh = opt->m[i] / bc1, vh = opt->v[i] / bc2;
@@ -106,8 +106,8 @@ static coll_ddp_t *ddp_setup(coll_comm_t *world, const ctrain_opts_t *o, model_t
 {
     coll_ddp_config_t cfg = COLL_DDP_CONFIG_INITIALIZER;
     coll_ddp_t       *ddp;
-    cfg.bucket_cap_bytes  = (size_t)(o->bucket_mb * 1048576.0);
-    cfg.wire_dtype        = o->comm_dtype;
+    cfg.bucket_cap_bytes = (size_t)(o->bucket_mb * 1048576.0);
+    cfg.wire_dtype       = o->comm_dtype;
     CHECK_COLL(coll_ddp_create(world, &cfg, &ddp), "coll_ddp_create");
     for (int i = 0; i < gpt->ntensors; i++) {
         CHECK_COLL(coll_ddp_register(ddp, gpt->params[i], gpt->grads[i], gpt->sizes[i],
@@ -133,8 +133,8 @@ static coll_ddp_t *ddp_setup(coll_comm_t *world, const ctrain_opts_t *o, model_t
 
 /* ---- evaluation: mean loss (and accuracy) over fixed validation items shared out ---- */
 
-static float evaluate(model_t *m, const ctrain_opts_t *o, int rank, int nranks,
-                      coll_comm_t *world, float *acc_p)
+static float evaluate(model_t *m, const ctrain_opts_t *o, int rank, int nranks, coll_comm_t *world,
+                      float *acc_p)
 {
     int    n      = o->eval_batches * o->batch * o->grad_accum * nranks;
     double acc[3] = {0.0, 0.0, 0.0}; /* summed loss, units, correct */
@@ -153,8 +153,8 @@ static float evaluate(model_t *m, const ctrain_opts_t *o, int rank, int nranks,
 
 static int resume_state(const ctrain_opts_t *o, model_t *gpt, adamw_t *opt, int rank)
 {
-    size_t       n = gpt->nparams;
-    ckpt_state_t s = {malloc(n * 4), malloc(n * 4), malloc(n * 4), n, 0, 0};
+    size_t       n    = gpt->nparams;
+    ckpt_state_t s    = {malloc(n * 4), malloc(n * 4), malloc(n * 4), n, 0, 0};
     uint64_t     step = 0;
     int          rc   = -1;
     if (s.params != NULL && s.m != NULL && s.v != NULL) {
@@ -191,12 +191,11 @@ typedef struct {
 static void *ckpt_writer_main(void *arg)
 {
     ckpt_writer_t *w = arg;
-    w->rc = ckpt_save_shard(w->dir, (uint64_t)w->step, w->rank, w->nranks, &w->snap);
+    w->rc            = ckpt_save_shard(w->dir, (uint64_t)w->step, w->rank, w->nranks, &w->snap);
     return NULL;
 }
 
-static void ckpt_start(ckpt_writer_t *w, const ctrain_opts_t *o, model_t *m, adamw_t *opt,
-                       int step)
+static void ckpt_start(ckpt_writer_t *w, const ctrain_opts_t *o, model_t *m, adamw_t *opt, int step)
 {
     size_t n = m->nparams * sizeof(float);
     if (w->snap.params == NULL) {
@@ -302,9 +301,9 @@ int main(int argc, char **argv)
     }
     coll_ddp_t  *ddp  = o.zero == 0 ? ddp_setup(world, &o, gpt) : NULL;
     coll_zero_t *zero = o.zero > 0 ? ctrain_zero_setup(world, &o, gpt) : NULL;
-    adamw_t     opt = {calloc(gpt->nparams, sizeof(float)), calloc(gpt->nparams, sizeof(float)), 0};
-    int         B = o.batch;
-    FILE       *csv = NULL;
+    adamw_t opt = {calloc(gpt->nparams, sizeof(float)), calloc(gpt->nparams, sizeof(float)), 0};
+    int     B   = o.batch;
+    FILE   *csv = NULL;
     if (opt.m == NULL || opt.v == NULL) {
         fprintf(stderr, "ctrain: out of memory\n");
         return 1;
@@ -315,20 +314,18 @@ int main(int argc, char **argv)
         return 2;
     }
     if (rank == 0) {
-        printf("ctrain: %s; %d ranks x batch %d x accum %d\n", gpt->desc, nranks, B,
-               o.grad_accum);
+        printf("ctrain: %s; %d ranks x batch %d x accum %d\n", gpt->desc, nranks, B, o.grad_accum);
     }
-    ctrain_dump_t *dump = o.dump_dir != NULL && gpt->gpt != NULL
-                              ? ctrain_dump_open(o.dump_dir, &o, gpt->gpt)
-                              : NULL;
+    ctrain_dump_t *dump =
+        o.dump_dir != NULL && gpt->gpt != NULL ? ctrain_dump_open(o.dump_dir, &o, gpt->gpt) : NULL;
 
-    double   t_start = now_s(), comm_total = 0.0, t_ckpt[2] = {0, 0}; /* step time: without, with */
-    int      n_ckpt[2] = {0, 0};
-    ckpt_writer_t writer = {.rank = rank, .nranks = nranks};
-    uint64_t wire_prev = 0;
-    float    val_loss = NAN, val_acc = NAN;
+    double t_start = now_s(), comm_total = 0.0, t_ckpt[2] = {0, 0}; /* step time: without, with */
+    int    n_ckpt[2]        = {0, 0};
+    ckpt_writer_t writer    = {.rank = rank, .nranks = nranks};
+    uint64_t      wire_prev = 0;
+    float         val_loss = NAN, val_acc = NAN;
     for (int step = start; step < o.steps; step++) {
-        double t0 = now_s();
+        double t0        = now_s();
         int    in_flight = writer.busy != 0; /* a checkpoint is being written during this step */
         if (o.kill_at > 0 && start == 0 && step + 1 == o.kill_at && rank == nranks - 1) {
             raise(SIGKILL); /* --kill-at: a rank dies hard in the middle of the run */
@@ -345,7 +342,7 @@ int main(int argc, char **argv)
                 CHECK_COLL(coll_ddp_set_sync(ddp, last), "coll_ddp_set_sync");
             }
             /* the global item index fixes the data, whatever the number of ranks */
-            uint64_t g0 = (((uint64_t)step * o.grad_accum + micro) * nranks + rank) * B;
+            uint64_t       g0    = (((uint64_t)step * o.grad_accum + micro) * nranks + rank) * B;
             gpt_ready_fn_t ready = zero != NULL ? ctrain_zero_ready : on_grads_ready;
             loss_acc += gpt->train_micro(gpt, g0, B, 1.0f / o.grad_accum, last ? ready : NULL,
                                          zero != NULL ? (void *)zero : (void *)ddp);
@@ -367,7 +364,8 @@ int main(int argc, char **argv)
             wire_now = st.wire_bytes;
         }
         double loss = loss_acc / o.grad_accum;
-        CHECK_COLL(coll_allreduce(&loss, &loss, 1, COLL_FLOAT64, COLL_SUM, world), "loss allreduce");
+        CHECK_COLL(coll_allreduce(&loss, &loss, 1, COLL_FLOAT64, COLL_SUM, world),
+                   "loss allreduce");
         loss /= nranks;
         if (dump != NULL && step == 0) {
             ctrain_dump_grads(dump, gpt->gpt);
@@ -421,7 +419,8 @@ int main(int argc, char **argv)
     free(writer.snap.params), free(writer.snap.m), free(writer.snap.v);
     if (rank == 0 && n_ckpt[1] > 0) {
         printf("step time: %.1f ms without a checkpoint in flight (%d steps), %.1f ms with one "
-               "(%d steps)\n", 1e3 * t_ckpt[0] / (n_ckpt[0] > 0 ? n_ckpt[0] : 1), n_ckpt[0],
+               "(%d steps)\n",
+               1e3 * t_ckpt[0] / (n_ckpt[0] > 0 ? n_ckpt[0] : 1), n_ckpt[0],
                1e3 * t_ckpt[1] / n_ckpt[1], n_ckpt[1]);
     }
     if (rank == 0) {

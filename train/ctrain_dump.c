@@ -38,9 +38,10 @@ ctrain_dump_t *ctrain_dump_open(const char *dir, const ctrain_opts_t *o, const g
     }
     snprintf(d->dir, sizeof(d->dir), "%s", dir);
     FILE *f = dump_fopen(dir, "config.txt");
-    fprintf(f, "vocab %d\nctx %d\nlayers %d\nheads %d\nchannels %d\nbatch %d\nseqlen %d\n"
-               "steps %d\nlr %.9g\nwarmup %d\nmin_lr_ratio %.9g\nweight_decay %.9g\nclip %.9g\n"
-               "beta1 %.9g\nbeta2 %.9g\neps %.9g\n",
+    fprintf(f,
+            "vocab %d\nctx %d\nlayers %d\nheads %d\nchannels %d\nbatch %d\nseqlen %d\n"
+            "steps %d\nlr %.9g\nwarmup %d\nmin_lr_ratio %.9g\nweight_decay %.9g\nclip %.9g\n"
+            "beta1 %.9g\nbeta2 %.9g\neps %.9g\n",
             gpt->cfg.vocab, gpt->cfg.ctx, gpt->cfg.layers, gpt->cfg.heads, gpt->cfg.channels,
             o->batch, o->seqlen, o->steps, o->lr, o->warmup, o->min_lr_ratio, o->weight_decay,
             o->clip, o->beta1, o->beta2, o->eps);

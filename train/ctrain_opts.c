@@ -93,8 +93,10 @@ static int opt_compress(const char *s, coll_compress_config_t *c)
             return 0;
         }
     }
-    fprintf(stderr, "ctrain: --compress wants none, topk:RATIO (0 < RATIO <= 1) or onebit, "
-                    "got '%s'\n", s);
+    fprintf(stderr,
+            "ctrain: --compress wants none, topk:RATIO (0 < RATIO <= 1) or onebit, "
+            "got '%s'\n",
+            s);
     return -1;
 }
 
@@ -113,22 +115,41 @@ static int opt_dtype(const char *s, coll_dtype_t *d)
     return 0;
 }
 
-static const struct option ctrain_longopts[] = {
-    {"model", 1, 0, 'm'},      {"data", 1, 0, 'd'},        {"layers", 1, 0, 'L'},
-    {"channels", 1, 0, 'C'},   {"heads", 1, 0, 'H'},       {"seqlen", 1, 0, 'T'},
-    {"steps", 1, 0, 's'},      {"batch", 1, 0, 'B'},       {"grad-accum", 1, 0, 'a'},
-    {"lr", 1, 0, 'l'},         {"warmup", 1, 0, 'w'},      {"min-lr-ratio", 1, 0, 'r'},
-    {"weight-decay", 1, 0, 'W'}, {"clip", 1, 0, 'c'},      {"zero", 1, 0, 'z'},
-    {"compress", 1, 0, 'x'},   {"bucket-mb", 1, 0, 'b'},   {"comm-dtype", 1, 0, 't'},
-    {"seed", 1, 0, 'S'},       {"deterministic", 0, 0, 'D'}, {"eval-every", 1, 0, 'e'},
-    {"eval-batches", 1, 0, 'E'}, {"sample", 1, 0, 'g'},    {"csv", 1, 0, 'o'},
-    {"dump", 1, 0, 'u'},       {"help", 0, 0, 'h'},        {"ckpt-dir", 1, 0, 'k'},
-    {"ckpt-every", 1, 0, 'K'}, {"resume", 0, 0, 'R'},      {"kill-at", 1, 0, 'X'},
-    {0, 0, 0, 0}};
+static const struct option ctrain_longopts[] = {{"model", 1, 0, 'm'},
+                                                {"data", 1, 0, 'd'},
+                                                {"layers", 1, 0, 'L'},
+                                                {"channels", 1, 0, 'C'},
+                                                {"heads", 1, 0, 'H'},
+                                                {"seqlen", 1, 0, 'T'},
+                                                {"steps", 1, 0, 's'},
+                                                {"batch", 1, 0, 'B'},
+                                                {"grad-accum", 1, 0, 'a'},
+                                                {"lr", 1, 0, 'l'},
+                                                {"warmup", 1, 0, 'w'},
+                                                {"min-lr-ratio", 1, 0, 'r'},
+                                                {"weight-decay", 1, 0, 'W'},
+                                                {"clip", 1, 0, 'c'},
+                                                {"zero", 1, 0, 'z'},
+                                                {"compress", 1, 0, 'x'},
+                                                {"bucket-mb", 1, 0, 'b'},
+                                                {"comm-dtype", 1, 0, 't'},
+                                                {"seed", 1, 0, 'S'},
+                                                {"deterministic", 0, 0, 'D'},
+                                                {"eval-every", 1, 0, 'e'},
+                                                {"eval-batches", 1, 0, 'E'},
+                                                {"sample", 1, 0, 'g'},
+                                                {"csv", 1, 0, 'o'},
+                                                {"dump", 1, 0, 'u'},
+                                                {"help", 0, 0, 'h'},
+                                                {"ckpt-dir", 1, 0, 'k'},
+                                                {"ckpt-every", 1, 0, 'K'},
+                                                {"resume", 0, 0, 'R'},
+                                                {"kill-at", 1, 0, 'X'},
+                                                {0, 0, 0, 0}};
 
 static int opt_one(int c, const char *a, ctrain_opts_t *o)
 {
-    float f = 0.0f;
+    float f  = 0.0f;
     int   rc = 0;
     switch (c) {
     case 'm':
@@ -138,19 +159,33 @@ static int opt_one(int c, const char *a, ctrain_opts_t *o)
         }
         o->model = a;
         return 0;
-    case 'd': o->data_path = a; return 0;
-    case 'L': return opt_int("layers", a, 1, &o->layers);
-    case 'C': return opt_int("channels", a, 1, &o->channels);
-    case 'H': return opt_int("heads", a, 1, &o->heads);
-    case 'T': return opt_int("seqlen", a, 1, &o->seqlen);
-    case 's': return opt_int("steps", a, 1, &o->steps);
-    case 'B': return opt_int("batch", a, 1, &o->batch);
-    case 'a': return opt_int("grad-accum", a, 1, &o->grad_accum);
-    case 'l': return opt_float("lr", a, 0.0f, &o->lr);
-    case 'w': return opt_int("warmup", a, 0, &o->warmup);
-    case 'r': return opt_float("min-lr-ratio", a, 0.0f, &o->min_lr_ratio);
-    case 'W': return opt_float("weight-decay", a, 0.0f, &o->weight_decay);
-    case 'c': return opt_float("clip", a, 0.0f, &o->clip);
+    case 'd':
+        o->data_path = a;
+        return 0;
+    case 'L':
+        return opt_int("layers", a, 1, &o->layers);
+    case 'C':
+        return opt_int("channels", a, 1, &o->channels);
+    case 'H':
+        return opt_int("heads", a, 1, &o->heads);
+    case 'T':
+        return opt_int("seqlen", a, 1, &o->seqlen);
+    case 's':
+        return opt_int("steps", a, 1, &o->steps);
+    case 'B':
+        return opt_int("batch", a, 1, &o->batch);
+    case 'a':
+        return opt_int("grad-accum", a, 1, &o->grad_accum);
+    case 'l':
+        return opt_float("lr", a, 0.0f, &o->lr);
+    case 'w':
+        return opt_int("warmup", a, 0, &o->warmup);
+    case 'r':
+        return opt_float("min-lr-ratio", a, 0.0f, &o->min_lr_ratio);
+    case 'W':
+        return opt_float("weight-decay", a, 0.0f, &o->weight_decay);
+    case 'c':
+        return opt_float("clip", a, 0.0f, &o->clip);
     case 'z':
         rc = opt_int("zero", a, 0, &o->zero);
         if (rc == 0 && o->zero > 2) {
@@ -159,12 +194,14 @@ static int opt_one(int c, const char *a, ctrain_opts_t *o)
             return -1;
         }
         return rc;
-    case 'x': return opt_compress(a, &o->compress);
+    case 'x':
+        return opt_compress(a, &o->compress);
     case 'b':
-        rc       = opt_float("bucket-mb", a, 0.0f, &f);
+        rc           = opt_float("bucket-mb", a, 0.0f, &f);
         o->bucket_mb = f;
         return rc;
-    case 't': return opt_dtype(a, &o->comm_dtype);
+    case 't':
+        return opt_dtype(a, &o->comm_dtype);
     case 'S': {
         char *end;
         o->seed = strtoull(a, &end, 10);
@@ -174,30 +211,61 @@ static int opt_one(int c, const char *a, ctrain_opts_t *o)
         }
         return 0;
     }
-    case 'D': o->deterministic = 1; return 0;
-    case 'e': return opt_int("eval-every", a, 0, &o->eval_every);
-    case 'E': return opt_int("eval-batches", a, 1, &o->eval_batches);
-    case 'g': return opt_int("sample", a, 0, &o->sample);
-    case 'o': o->csv_path = a; return 0;
-    case 'u': o->dump_dir = a; return 0;
-    case 'k': o->ckpt_dir = a; return 0;
-    case 'K': return opt_int("ckpt-every", a, 0, &o->ckpt_every);
-    case 'R': o->resume = 1; return 0;
-    case 'X': return opt_int("kill-at", a, 0, &o->kill_at);
-    default: return -1;
+    case 'D':
+        o->deterministic = 1;
+        return 0;
+    case 'e':
+        return opt_int("eval-every", a, 0, &o->eval_every);
+    case 'E':
+        return opt_int("eval-batches", a, 1, &o->eval_batches);
+    case 'g':
+        return opt_int("sample", a, 0, &o->sample);
+    case 'o':
+        o->csv_path = a;
+        return 0;
+    case 'u':
+        o->dump_dir = a;
+        return 0;
+    case 'k':
+        o->ckpt_dir = a;
+        return 0;
+    case 'K':
+        return opt_int("ckpt-every", a, 0, &o->ckpt_every);
+    case 'R':
+        o->resume = 1;
+        return 0;
+    case 'X':
+        return opt_int("kill-at", a, 0, &o->kill_at);
+    default:
+        return -1;
     }
 }
 
 int ctrain_opts_parse(int argc, char **argv, ctrain_opts_t *o)
 {
-    ctrain_opts_t def = {.model = "gpt", .data_path = NULL, .layers = 2,
-                         .channels = 64, .heads = 4, .seqlen = 64, .steps = 100, .batch = 8,
-                         .grad_accum = 1, .lr = 1e-3f, .min_lr_ratio = 0.1f,
-                         .weight_decay = 0.1f, .clip = 1.0f, .beta1 = 0.9f, .beta2 = 0.95f,
-                         .eps = 1e-8f, .warmup = 10, .bucket_mb = 25.0,
-                         .comm_dtype = COLL_FLOAT32, .seed = 1337, .eval_every = 25,
+    ctrain_opts_t def = {.model        = "gpt",
+                         .data_path    = NULL,
+                         .layers       = 2,
+                         .channels     = 64,
+                         .heads        = 4,
+                         .seqlen       = 64,
+                         .steps        = 100,
+                         .batch        = 8,
+                         .grad_accum   = 1,
+                         .lr           = 1e-3f,
+                         .min_lr_ratio = 0.1f,
+                         .weight_decay = 0.1f,
+                         .clip         = 1.0f,
+                         .beta1        = 0.9f,
+                         .beta2        = 0.95f,
+                         .eps          = 1e-8f,
+                         .warmup       = 10,
+                         .bucket_mb    = 25.0,
+                         .comm_dtype   = COLL_FLOAT32,
+                         .seed         = 1337,
+                         .eval_every   = 25,
                          .eval_batches = 4};
-    *o = def;
+    *o                = def;
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", ctrain_longopts, NULL)) != -1) {
@@ -212,9 +280,11 @@ int ctrain_opts_parse(int argc, char **argv, ctrain_opts_t *o)
     }
     if (o->zero > 0 && (o->clip != 0.0f || o->warmup != 0 || o->min_lr_ratio != 1.0f ||
                         o->compress.kind != 0 || o->ckpt_dir != NULL || o->dump_dir != NULL)) {
-        fprintf(stderr, "ctrain: --zero %d takes a constant learning rate and no clipping "
-                        "(--clip 0 --warmup 0 --min-lr-ratio 1), and no --compress, --ckpt-dir "
-                        "or --dump\n", o->zero);
+        fprintf(stderr,
+                "ctrain: --zero %d takes a constant learning rate and no clipping "
+                "(--clip 0 --warmup 0 --min-lr-ratio 1), and no --compress, --ckpt-dir "
+                "or --dump\n",
+                o->zero);
         return -1;
     }
     if (o->data_path == NULL) {

@@ -11,8 +11,7 @@
 static void zero_check(coll_result_t st, const char *what)
 {
     if (st != COLL_OK) {
-        fprintf(stderr, "ctrain: %s failed: %s (%s)\n", what, coll_strerror(st),
-                coll_last_error());
+        fprintf(stderr, "ctrain: %s failed: %s (%s)\n", what, coll_strerror(st), coll_last_error());
         exit(1);
     }
 }

@@ -22,7 +22,7 @@ int text_data_load(text_data_t *d, const char *path, int seqlen, uint64_t seed, 
         return -1;
     }
     size_t cap = 1 << 20, len = 0, n;
-    d->bytes   = malloc(cap);
+    d->bytes = malloc(cap);
     while (d->bytes != NULL && (n = fread(d->bytes + len, 1, cap - len, f)) > 0) {
         len += n;
         if (len == cap) {

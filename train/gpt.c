@@ -13,13 +13,13 @@
 #include <string.h>
 
 struct gpt_acts {
-    float *encoded;                       /* [N][C] */
-    float *ln1, *ln1_mean, *ln1_rstd;     /* per layer */
-    float *qkv, *att, *atty, *res2;
-    float *ln2, *ln2_mean, *ln2_rstd;
-    float *fch, *fch_gelu, *res3;
-    float *lnf, *lnf_mean, *lnf_rstd, *probs;
-    float *dres, *dln, *dwide, *dwide2, *dqkv, *datty, *datt; /* backward scratch */
+    float   *encoded;                   /* [N][C] */
+    float   *ln1, *ln1_mean, *ln1_rstd; /* per layer */
+    float   *qkv, *att, *atty, *res2;
+    float   *ln2, *ln2_mean, *ln2_rstd;
+    float   *fch, *fch_gelu, *res3;
+    float   *lnf, *lnf_mean, *lnf_rstd, *probs;
+    float   *dres, *dln, *dwide, *dwide2, *dqkv, *datty, *datt; /* backward scratch */
     uint8_t *inputs, *targets;
 };
 
@@ -31,8 +31,8 @@ int gpt_tensor_index(const gpt_t *gpt, int layer, int which)
 
 int gpt_create(const gpt_config_t *cfg, gpt_t **gpt_p)
 {
-    int     L = cfg->layers, C = cfg->channels;
-    gpt_t  *g = calloc(1, sizeof(*g));
+    int    L = cfg->layers, C = cfg->channels;
+    gpt_t *g = calloc(1, sizeof(*g));
     if (g == NULL || cfg->vocab <= 0 || cfg->ctx <= 0 || L <= 0 || cfg->heads <= 0 || C <= 0 ||
         C % cfg->heads != 0) {
         free(g);
@@ -48,10 +48,18 @@ int gpt_create(const gpt_config_t *cfg, gpt_t **gpt_p)
         return -1;
     }
     size_t blk[GPT_NBLOCK_TENSORS] = {
-        [GPT_LN1W] = C, [GPT_LN1B] = C, [GPT_QKVW] = 3 * (size_t)C * C, [GPT_QKVB] = 3 * C,
-        [GPT_ATTPROJW] = (size_t)C * C, [GPT_ATTPROJB] = C, [GPT_LN2W] = C, [GPT_LN2B] = C,
-        [GPT_FCW] = 4 * (size_t)C * C, [GPT_FCB] = 4 * C, [GPT_FCPROJW] = 4 * (size_t)C * C,
-        [GPT_FCPROJB] = C,
+        [GPT_LN1W]     = C,
+        [GPT_LN1B]     = C,
+        [GPT_QKVW]     = 3 * (size_t)C * C,
+        [GPT_QKVB]     = 3 * C,
+        [GPT_ATTPROJW] = (size_t)C * C,
+        [GPT_ATTPROJB] = C,
+        [GPT_LN2W]     = C,
+        [GPT_LN2B]     = C,
+        [GPT_FCW]      = 4 * (size_t)C * C,
+        [GPT_FCB]      = 4 * C,
+        [GPT_FCPROJW]  = 4 * (size_t)C * C,
+        [GPT_FCPROJB]  = C,
     };
     g->sizes[0] = (size_t)cfg->vocab * C;
     g->sizes[1] = (size_t)cfg->ctx * C;
@@ -82,10 +90,11 @@ static void gpt_acts_free(gpt_acts_t *a)
     if (a == NULL) {
         return;
     }
-    float **f[] = {&a->encoded, &a->ln1, &a->ln1_mean, &a->ln1_rstd, &a->qkv, &a->att, &a->atty,
-                   &a->res2, &a->ln2, &a->ln2_mean, &a->ln2_rstd, &a->fch, &a->fch_gelu,
-                   &a->res3, &a->lnf, &a->lnf_mean, &a->lnf_rstd, &a->probs, &a->dres, &a->dln,
-                   &a->dwide, &a->dwide2, &a->dqkv, &a->datty, &a->datt};
+    float **f[] = {&a->encoded,  &a->ln1,      &a->ln1_mean, &a->ln1_rstd, &a->qkv,
+                   &a->att,      &a->atty,     &a->res2,     &a->ln2,      &a->ln2_mean,
+                   &a->ln2_rstd, &a->fch,      &a->fch_gelu, &a->res3,     &a->lnf,
+                   &a->lnf_mean, &a->lnf_rstd, &a->probs,    &a->dres,     &a->dln,
+                   &a->dwide,    &a->dwide2,   &a->dqkv,     &a->datty,    &a->datt};
     for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
         free(*f[i]);
     }
@@ -120,9 +129,8 @@ void gpt_init_weights(gpt_t *g, uint64_t seed)
         float fill  = 0.0f;
         if (i == g->ntensors - 2 || (block && (which == GPT_LN1W || which == GPT_LN2W))) {
             fill = 1.0f, std = 0.0f;
-        } else if (i == g->ntensors - 1 ||
-                   (block && which != GPT_QKVW && which != GPT_ATTPROJW && which != GPT_FCW &&
-                    which != GPT_FCPROJW)) {
+        } else if (i == g->ntensors - 1 || (block && which != GPT_QKVW && which != GPT_ATTPROJW &&
+                                            which != GPT_FCW && which != GPT_FCPROJW)) {
             std = 0.0f; /* biases and LayerNorm shifts */
         } else if (block && (which == GPT_ATTPROJW || which == GPT_FCPROJW)) {
             std = proj_std;
@@ -155,13 +163,30 @@ static int gpt_acts_alloc(gpt_t *g, int B, int T)
     size_t N = (size_t)B * T, C = g->cfg.channels, L = g->cfg.layers, H = g->cfg.heads;
     size_t V = g->cfg.vocab;
     ACT(encoded, N * C);
-    ACT(ln1, L * N * C); ACT(ln1_mean, L * N); ACT(ln1_rstd, L * N);
-    ACT(qkv, L * N * 3 * C); ACT(att, L * B * H * T * T); ACT(atty, L * N * C);
-    ACT(res2, L * N * C); ACT(ln2, L * N * C); ACT(ln2_mean, L * N); ACT(ln2_rstd, L * N);
-    ACT(fch, L * N * 4 * C); ACT(fch_gelu, L * N * 4 * C); ACT(res3, L * N * C);
-    ACT(lnf, N * C); ACT(lnf_mean, N); ACT(lnf_rstd, N); ACT(probs, N * V);
-    ACT(dres, N * C); ACT(dln, N * C); ACT(dwide, N * 4 * C); ACT(dwide2, N * 4 * C);
-    ACT(dqkv, N * 3 * C); ACT(datty, N * C); ACT(datt, T);
+    ACT(ln1, L * N * C);
+    ACT(ln1_mean, L * N);
+    ACT(ln1_rstd, L * N);
+    ACT(qkv, L * N * 3 * C);
+    ACT(att, L * B * H * T * T);
+    ACT(atty, L * N * C);
+    ACT(res2, L * N * C);
+    ACT(ln2, L * N * C);
+    ACT(ln2_mean, L * N);
+    ACT(ln2_rstd, L * N);
+    ACT(fch, L * N * 4 * C);
+    ACT(fch_gelu, L * N * 4 * C);
+    ACT(res3, L * N * C);
+    ACT(lnf, N * C);
+    ACT(lnf_mean, N);
+    ACT(lnf_rstd, N);
+    ACT(probs, N * V);
+    ACT(dres, N * C);
+    ACT(dln, N * C);
+    ACT(dwide, N * 4 * C);
+    ACT(dwide2, N * 4 * C);
+    ACT(dqkv, N * 3 * C);
+    ACT(datty, N * C);
+    ACT(datt, T);
     a->inputs  = malloc(N);
     a->targets = malloc(N);
     if (a->inputs == NULL || a->targets == NULL) {
@@ -244,9 +269,9 @@ void gpt_backward(gpt_t *g, float scale, gpt_ready_fn_t ready, void *arg)
         ready(arg, g->ntensors - 2, 2);
     }
     for (int l = L - 1; l >= 0; l--) {
-        int     ti = gpt_tensor_index(g, l, 0);
-        float **p = &g->params[ti], **d = &g->grads[ti];
-        size_t  o = (size_t)l * N * C;
+        int          ti = gpt_tensor_index(g, l, 0);
+        float      **p = &g->params[ti], **d = &g->grads[ti];
+        size_t       o = (size_t)l * N * C;
         const float *x = l == 0 ? a->encoded : a->res3 + o - (size_t)N * C;
         /* MLP branch: dres currently holds d(res3) */
         linear_bwd(a->dwide, d[GPT_FCPROJW], d[GPT_FCPROJB], a->dres, a->fch_gelu + 4 * o,
@@ -260,8 +285,7 @@ void gpt_backward(gpt_t *g, float scale, gpt_ready_fn_t ready, void *arg)
                    p[GPT_ATTPROJW], N, C, C);
         attention_bwd(a->dqkv, a->datt, a->datty, a->qkv + 3 * o,
                       a->att + (size_t)l * B * H * T * T, B, T, C, H);
-        linear_bwd(a->dln, d[GPT_QKVW], d[GPT_QKVB], a->dqkv, a->ln1 + o, p[GPT_QKVW], N, C,
-                   3 * C);
+        linear_bwd(a->dln, d[GPT_QKVW], d[GPT_QKVB], a->dqkv, a->ln1 + o, p[GPT_QKVW], N, C, 3 * C);
         layer_norm_bwd(a->dres, d[GPT_LN1W], d[GPT_LN1B], a->dln, x, p[GPT_LN1W],
                        a->ln1_mean + (size_t)l * N, a->ln1_rstd + (size_t)l * N, N, C);
         if (ready != NULL) {

@@ -13,15 +13,26 @@
 
 /* Tensors per block, in registration (forward) order. */
 enum {
-    GPT_LN1W, GPT_LN1B, GPT_QKVW, GPT_QKVB, GPT_ATTPROJW, GPT_ATTPROJB,
-    GPT_LN2W, GPT_LN2B, GPT_FCW, GPT_FCB, GPT_FCPROJW, GPT_FCPROJB, GPT_NBLOCK_TENSORS
+    GPT_LN1W,
+    GPT_LN1B,
+    GPT_QKVW,
+    GPT_QKVB,
+    GPT_ATTPROJW,
+    GPT_ATTPROJB,
+    GPT_LN2W,
+    GPT_LN2B,
+    GPT_FCW,
+    GPT_FCB,
+    GPT_FCPROJW,
+    GPT_FCPROJB,
+    GPT_NBLOCK_TENSORS
 };
 
 typedef struct {
-    int vocab;   /* 256 for bytes */
-    int ctx;     /* maximum sequence length T */
-    int layers;  /* blocks */
-    int heads;   /* attention heads; channels % heads == 0 */
+    int vocab;  /* 256 for bytes */
+    int ctx;    /* maximum sequence length T */
+    int layers; /* blocks */
+    int heads;  /* attention heads; channels % heads == 0 */
     int channels;
 } gpt_config_t;
 
@@ -43,14 +54,14 @@ typedef struct {
 /* Called in backward as soon as tensors [first, first + n) have their final gradient. */
 typedef void (*gpt_ready_fn_t)(void *arg, int first, int n);
 
-int   gpt_create(const gpt_config_t *cfg, gpt_t **gpt_p);
-void  gpt_destroy(gpt_t *gpt);
-void  gpt_init_weights(gpt_t *gpt, uint64_t seed);
-int   gpt_tensor_index(const gpt_t *gpt, int layer, int which);
+int  gpt_create(const gpt_config_t *cfg, gpt_t **gpt_p);
+void gpt_destroy(gpt_t *gpt);
+void gpt_init_weights(gpt_t *gpt, uint64_t seed);
+int  gpt_tensor_index(const gpt_t *gpt, int layer, int which);
 /* Forward over B x T tokens; targets may be NULL (no loss). Returns the mean loss, or -1. */
 float gpt_forward(gpt_t *gpt, const uint8_t *inputs, const uint8_t *targets, int B, int T);
 /* Adds d(loss)/d(params) * scale to the gradients; needs the last forward with targets. */
-void  gpt_backward(gpt_t *gpt, float scale, gpt_ready_fn_t ready, void *arg);
+void gpt_backward(gpt_t *gpt, float scale, gpt_ready_fn_t ready, void *arg);
 /* Probabilities of the next token after position t of sequence 0 of the last forward. */
 const float *gpt_probs(const gpt_t *gpt, int t);
 

@@ -25,7 +25,7 @@ void layer_norm_fwd(float *out, float *mean, float *rstd, const float *inp, cons
             v += d * d;
         }
         v /= C; /* biased variance, as torch.nn.LayerNorm */
-        float r = 1.0f / sqrtf(v + 1e-5f);
+        float  r = 1.0f / sqrtf(v + 1e-5f);
         float *o = out + (size_t)n * C;
         for (int i = 0; i < C; i++) {
             o[i] = (x[i] - m) * r * w[i] + b[i];
@@ -184,10 +184,10 @@ void attention_bwd(float *dqkv, float *datt, const float *dout, const float *qkv
     for (int b = 0; b < B; b++) {
         for (int h = 0; h < H; h++) {
             for (int t = 0; t < T; t++) {
-                const float *a  = att + (((size_t)b * H + h) * T + t) * T;
-                const float *dy = dout + ((size_t)b * T + t) * C + h * hs;
-                const float *q  = qkv + ((size_t)b * T + t) * 3 * C + h * hs;
-                float       *dq = dqkv + ((size_t)b * T + t) * 3 * C + h * hs;
+                const float *a   = att + (((size_t)b * H + h) * T + t) * T;
+                const float *dy  = dout + ((size_t)b * T + t) * C + h * hs;
+                const float *q   = qkv + ((size_t)b * T + t) * 3 * C + h * hs;
+                float       *dq  = dqkv + ((size_t)b * T + t) * 3 * C + h * hs;
                 float        dot = 0.0f;
                 for (int u = 0; u <= t; u++) {
                     const float *v  = qkv + ((size_t)b * T + u) * 3 * C + 2 * C + h * hs;

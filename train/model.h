@@ -16,20 +16,20 @@
 
 typedef struct model model_t;
 struct model {
-    int     ntensors;  /* tensors in registration (forward) order */
+    int     ntensors; /* tensors in registration (forward) order */
     size_t *sizes;
     float **params, **grads;
     float  *param_mem, *grad_mem; /* all tensors back to back */
     size_t  nparams;
-    int     units;     /* tokens (GPT: T) or samples (MLP: 1) per item */
+    int     units; /* tokens (GPT: T) or samples (MLP: 1) per item */
     /* items g0 .. g0 + B - 1: forward, then backward adding scale * gradient; mean loss */
     float (*train_micro)(model_t *m, uint64_t g0, int B, float scale, gpt_ready_fn_t ready,
                          void *arg);
     /* summed loss of validation item j of n (and 1 in *correct_p if classified right) */
     double (*val_item)(model_t *m, int j, int n, int *correct_p);
     void (*destroy)(model_t *m);
-    char    desc[256]; /* one line for the banner */
-    gpt_t  *gpt;       /* GPT only: --dump and --sample */
+    char           desc[256];         /* one line for the banner */
+    gpt_t         *gpt;               /* GPT only: --dump and --sample */
     const uint8_t *last_in, *last_tg; /* GPT only: the last micro-batch, B * T bytes each */
 };
 

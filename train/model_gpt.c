@@ -80,7 +80,10 @@ int model_gpt_create(const ctrain_opts_t *o, model_t **m_p, char *err, size_t er
         free(g->seq), free(g);
         return -1;
     }
-    gpt_config_t mc = {.vocab = 256, .ctx = o->seqlen, .layers = o->layers, .heads = o->heads,
+    gpt_config_t mc = {.vocab    = 256,
+                       .ctx      = o->seqlen,
+                       .layers   = o->layers,
+                       .heads    = o->heads,
                        .channels = o->channels};
     model_t     *m  = &g->base;
     if (gpt_create(&mc, &m->gpt) != 0) {
@@ -90,8 +93,8 @@ int model_gpt_create(const ctrain_opts_t *o, model_t **m_p, char *err, size_t er
         return -1;
     }
     gpt_init_weights(m->gpt, o->seed);
-    gpt_t *t     = m->gpt;
-    m->ntensors  = t->ntensors, m->sizes = t->sizes, m->params = t->params, m->grads = t->grads;
+    gpt_t *t    = m->gpt;
+    m->ntensors = t->ntensors, m->sizes = t->sizes, m->params = t->params, m->grads = t->grads;
     m->param_mem = t->param_mem, m->grad_mem = t->grad_mem, m->nparams = t->nparams;
     m->units       = o->seqlen;
     m->train_micro = gpt_task_train;
@@ -100,8 +103,8 @@ int model_gpt_create(const ctrain_opts_t *o, model_t **m_p, char *err, size_t er
     snprintf(m->desc, sizeof(m->desc),
              "gpt %d layers, %d channels, %d heads, ctx %d: %zu parameters; data %s (%zu train / "
              "%zu val bytes)",
-             o->layers, o->channels, o->heads, o->seqlen, t->nparams, o->data_path,
-             g->data.ntrain, g->data.len - g->data.ntrain);
+             o->layers, o->channels, o->heads, o->seqlen, t->nparams, o->data_path, g->data.ntrain,
+             g->data.len - g->data.ntrain);
     *m_p = m;
     return 0;
 }
@@ -110,7 +113,7 @@ void model_gpt_sample(model_t *m, int nbytes, uint64_t seed)
 {
     model_gpt_t *g   = (model_gpt_t *)m;
     gpt_t       *gpt = m->gpt;
-    int          T   = gpt->cfg.ctx, len = 1;
+    int          T = gpt->cfg.ctx, len = 1;
     uint8_t     *buf = calloc((size_t)T, 1);
     rng_t        rng;
     if (buf == NULL) {

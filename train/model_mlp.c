@@ -105,8 +105,7 @@ static void mlp_load(model_mlp_t *g, const uint8_t *img, uint8_t label, int b)
     g->y[b] = label;
 }
 
-static float mlp_train(model_t *m, uint64_t g0, int B, float scale, gpt_ready_fn_t ready,
-                       void *arg)
+static float mlp_train(model_t *m, uint64_t g0, int B, float scale, gpt_ready_fn_t ready, void *arg)
 {
     model_mlp_t *g = (model_mlp_t *)m;
     if (mlp_buffers(g, B) != 0) {
@@ -165,9 +164,9 @@ static void mlp_destroy(model_t *m)
 
 int model_mlp_create(const ctrain_opts_t *o, model_t **m_p, char *err, size_t errlen)
 {
-    model_mlp_t *g = calloc(1, sizeof(*g));
-    model_t     *m = &g->base;
-    const char  *d = o->data_path;
+    model_mlp_t *g  = calloc(1, sizeof(*g));
+    model_t     *m  = &g->base;
+    const char  *d  = o->data_path;
     int          n1 = 0, n2 = 0;
     if (g == NULL) {
         snprintf(err, errlen, "out of memory");
@@ -175,9 +174,12 @@ int model_mlp_create(const ctrain_opts_t *o, model_t **m_p, char *err, size_t er
     }
     g->H = o->channels, g->seed = o->seed;
     g->train_x = idx_load(d, "train-images-idx3-ubyte.gz", 0x803, &g->ntrain, err, errlen);
-    g->train_y = g->train_x ? idx_load(d, "train-labels-idx1-ubyte.gz", 0x801, &n1, err, errlen) : NULL;
-    g->test_x  = g->train_y ? idx_load(d, "t10k-images-idx3-ubyte.gz", 0x803, &g->ntest, err, errlen) : NULL;
-    g->test_y  = g->test_x ? idx_load(d, "t10k-labels-idx1-ubyte.gz", 0x801, &n2, err, errlen) : NULL;
+    g->train_y =
+        g->train_x ? idx_load(d, "train-labels-idx1-ubyte.gz", 0x801, &n1, err, errlen) : NULL;
+    g->test_x =
+        g->train_y ? idx_load(d, "t10k-images-idx3-ubyte.gz", 0x803, &g->ntest, err, errlen) : NULL;
+    g->test_y =
+        g->test_x ? idx_load(d, "t10k-labels-idx1-ubyte.gz", 0x801, &n2, err, errlen) : NULL;
     if (g->test_y == NULL || n1 != g->ntrain || n2 != g->ntest) {
         if (g->test_y != NULL) {
             snprintf(err, errlen, "%s: image and label counts differ", d);
@@ -204,15 +206,15 @@ int model_mlp_create(const ctrain_opts_t *o, model_t **m_p, char *err, size_t er
     rng_seed(&rng, o->seed);
     for (size_t i = 0, off = 0; i < 4; off += sz[i], i++) {
         m->params[i] = m->param_mem + off, m->grads[i] = m->grad_mem + off;
-        float std    = i % 2 == 0 ? sqrtf(2.0f / (i == 0 ? MLP_IN : (float)g->H)) : 0.0f; /* He */
+        float std = i % 2 == 0 ? sqrtf(2.0f / (i == 0 ? MLP_IN : (float)g->H)) : 0.0f; /* He */
         for (size_t k = 0; k < sz[i]; k++) {
             m->params[i][k] = std > 0.0f ? std * rng_normal(&rng) : 0.0f;
         }
     }
     m->units = 1, m->train_micro = mlp_train, m->val_item = mlp_val, m->destroy = mlp_destroy;
     snprintf(m->desc, sizeof(m->desc),
-             "mlp 784-%d-10: %zu parameters; data %s (%d train / %d test images)", g->H,
-             m->nparams, d, g->ntrain, g->ntest);
+             "mlp 784-%d-10: %zu parameters; data %s (%d train / %d test images)", g->H, m->nparams,
+             d, g->ntrain, g->ntest);
     *m_p = m;
     return 0;
 }
