@@ -344,8 +344,13 @@ int main(int argc, char **argv)
             /* the global item index fixes the data, whatever the number of ranks */
             uint64_t       g0    = (((uint64_t)step * o.grad_accum + micro) * nranks + rank) * B;
             gpt_ready_fn_t ready = zero != NULL ? ctrain_zero_ready : on_grads_ready;
-            loss_acc += gpt->train_micro(gpt, g0, B, 1.0f / o.grad_accum, last ? ready : NULL,
-                                         zero != NULL ? (void *)zero : (void *)ddp);
+            float l = gpt->train_micro(gpt, g0, B, 1.0f / o.grad_accum, last ? ready : NULL,
+                                       zero != NULL ? (void *)zero : (void *)ddp);
+            if (l < 0.0f) {
+                fprintf(stderr, "ctrain: rank %d: out of memory for a batch of %d\n", rank, B);
+                return 1;
+            }
+            loss_acc += l;
             if (dump != NULL) {
                 ctrain_dump_batch(dump, gpt->last_in, gpt->last_tg, B * o.seqlen);
             }

@@ -46,6 +46,9 @@ static float gpt_task_train(model_t *m, uint64_t g0, int B, float scale, gpt_rea
     }
     m->last_in = g->in, m->last_tg = g->tg;
     float loss = gpt_forward(m->gpt, g->in, g->tg, B, T);
+    if (loss < 0.0f) {
+        return -1.0f; /* activations could not be allocated */
+    }
     gpt_backward(m->gpt, scale, ready, arg);
     return loss;
 }
