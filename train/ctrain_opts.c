@@ -32,6 +32,7 @@ void ctrain_usage(FILE *f)
             "  --zero 0|1|2             ZeRO stage (0 = DDP); 1|2 need --clip 0 --warmup 0\n"
             "                           --min-lr-ratio 1 (constant lr) [0]\n"
             "  --compress none|topk:RATIO|onebit   per-bucket gradient compression [none]\n"
+            "  --compress-warmup N      first N steps dense (with --compress) [0]\n"
             "  --bucket-mb X            DDP bucket cap in MiB [25]\n"
             "  --comm-dtype fp32|bf16|fp16  gradient dtype on the wire [fp32]\n"
             "  --seed N                 weights and data order [1337]\n"
@@ -131,6 +132,7 @@ static const struct option ctrain_longopts[] = {{"model", 1, 0, 'm'},
                                                 {"clip", 1, 0, 'c'},
                                                 {"zero", 1, 0, 'z'},
                                                 {"compress", 1, 0, 'x'},
+                                                {"compress-warmup", 1, 0, 'y'},
                                                 {"bucket-mb", 1, 0, 'b'},
                                                 {"comm-dtype", 1, 0, 't'},
                                                 {"seed", 1, 0, 'S'},
@@ -196,6 +198,8 @@ static int opt_one(int c, const char *a, ctrain_opts_t *o)
         return rc;
     case 'x':
         return opt_compress(a, &o->compress);
+    case 'y':
+        return opt_int("compress-warmup", a, 0, &o->compress_warmup);
     case 'b':
         rc           = opt_float("bucket-mb", a, 0.0f, &f);
         o->bucket_mb = f;
@@ -287,6 +291,7 @@ int ctrain_opts_parse(int argc, char **argv, ctrain_opts_t *o)
                 o->zero);
         return -1;
     }
+    o->compress.warmup_steps = o->compress_warmup;
     if (o->data_path == NULL) {
         o->data_path = strcmp(o->model, "mlp") == 0 ? "/usr/share/datasets/fashion-mnist"
                                                     : "data/moby_dick.txt";

@@ -22,7 +22,8 @@ typedef struct {
     int                    zero; /* only 0 (DDP) so far */
     double                 bucket_mb;
     coll_dtype_t           comm_dtype;
-    coll_compress_config_t compress; /* kind 0: dense */
+    coll_compress_config_t compress;        /* kind 0: dense */
+    int                    compress_warmup; /* first steps sent dense */
     uint64_t               seed;
     int                    deterministic;
     int                    eval_every, eval_batches;
