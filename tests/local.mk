@@ -134,3 +134,11 @@ EXTRA_DIST += tests/tools/netns_lib.sh
 EXTRA_DIST += tests/topologies/synthetic_2s8g4n.xml tests/topologies/synthetic_dgx.xml \
     tests/topologies/synthetic_quadnuma.xml
 
+
+# ---- ctrain: PyTorch parity (77 without python3-torch), N ranks = 1 rank, bad options,
+# kill -9 and resume ----
+dist_check_SCRIPTS += tests/ctrain/test_ctrain_parity.sh tests/ctrain/test_ctrain_ranks.sh \
+    tests/ctrain/test_ctrain_ckpt.sh
+TESTS += tests/ctrain/test_ctrain_parity.sh tests/ctrain/test_ctrain_ranks.sh \
+    tests/ctrain/test_ctrain_ckpt.sh
+EXTRA_DIST += tests/ctrain/torch_ref.py tests/ctrain/moby_dick_200k.txt

@@ -1,0 +1,81 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+#
+# test_ctrain_ranks.sh -- ctrain's data parallelism keeps the mathematics of one process: with
+# the same global batch, 4 ranks x batch 2 and 1 rank x batch 2 x 4 accumulation steps give the
+# loss curve of 1 rank x batch 8 (to 1e-5 relative: only summation order differs); bf16 on the
+# wire stays within 1e-2; ZeRO-1/2 = DDP; top-k and 1-bit compression train and send less; the same for the MLP on Fashion-MNIST, which must also pass 70%
+# validation accuracy. Bad options and missing data are refused with status 2.
+# Exit 0 pass, 1 fail, 99 harness error.
+srcdir=${srcdir:-.}
+CTRAIN=${top_builddir:-.}/ctrain
+COLLRUN=${COLLRUN:-${top_builddir:-.}/collrun}
+[ -x "$CTRAIN" ] && [ -x "$COLLRUN" ] || { echo "test_ctrain_ranks: ctrain/collrun not built" >&2; exit 99; }
+T=$(mktemp -d "${TMPDIR:-/tmp}/test_ctrain_ranks.XXXXXX") || exit 99
+trap 'rm -rf "$T"' EXIT
+A="--data $srcdir/tests/ctrain/moby_dick_200k.txt --steps 12 --warmup 3 --eval-every 6 --layers 2 --channels 32 --heads 4 --seqlen 32"
+nfail=0
+run() { # name, launcher..., -- ctrain args
+    name=$1; shift
+    "$@" --csv "$T/$name.csv" >"$T/$name.out" 2>&1 || { cat "$T/$name.out"; echo "FAIL: $name run"; nfail=$((nfail + 1)); }
+}
+# compare A.csv B.csv TOL: train and validation loss per step
+compare() {
+    awk -F, -v tol="$3" -v what="$1 vs $2" '
+        NR == FNR { if (FNR > 1) { tr[$1] = $2; va[$1] = $3 } next }
+        FNR > 1 { n++
+                  d = ($2 - tr[$1]) / tr[$1]; if (d < 0) d = -d; if (d > worst) worst = d
+                  if ($3 != "nan") { e = ($3 - va[$1]) / va[$1]; if (e < 0) e = -e; if (e > worst) worst = e } }
+        END { ok = n == 12 && worst <= tol
+              printf "%s: %d steps, worst relative loss difference %.2e (tolerance %g) %s\n", what, n, worst, tol, ok ? "ok" : "FAIL"
+              exit !ok }' "$T/$1.csv" "$T/$2.csv" || nfail=$((nfail + 1))
+}
+run one "$CTRAIN" $A --batch 8
+run four "$COLLRUN" -n 4 "$CTRAIN" $A --batch 2
+run accum "$CTRAIN" $A --batch 2 --grad-accum 4
+run bf16 "$COLLRUN" -n 4 "$CTRAIN" $A --batch 2 --comm-dtype bf16
+compare one four 1e-5
+compare one accum 1e-5
+compare one bf16 1e-2
+# ZeRO-1 and ZeRO-2 (optimizer sharded by coll_zero; constant lr, no clipping) = DDP
+Z="--warmup 0 --min-lr-ratio 1 --clip 0 --batch 2"
+run ddpc "$COLLRUN" -n 4 "$CTRAIN" $A $Z
+run zero1 "$COLLRUN" -n 4 "$CTRAIN" $A $Z --zero 1
+run zero2 "$COLLRUN" -n 4 "$CTRAIN" $A $Z --zero 2
+compare ddpc zero1 1e-5
+compare ddpc zero2 1e-5
+# compressed gradients: top-k 1% and 1-bit train (loss within 10% of dense after 12 steps) and
+# put far fewer bytes on the wire than dense
+run topk "$COLLRUN" -n 4 "$CTRAIN" $A --batch 2 --compress topk:0.01
+run onebit "$COLLRUN" -n 4 "$CTRAIN" $A --batch 2 --compress onebit
+compare four topk 0.1
+compare four onebit 0.1
+wire() { sed -n 's/^step   12\/12 .*| wire \([0-9.]*\) MB.*/\1/p' "$T/$1.out"; }
+echo "wire MB in step 12: dense $(wire four), top-k 1% $(wire topk), 1-bit $(wire onebit)"
+awk -v d="$(wire four)" -v t="$(wire topk)" -v o="$(wire onebit)" \
+    'BEGIN { exit !(d > 0 && t != "" && o != "" && t * 5 < d && o * 5 < d) }' || { echo "FAIL: compressed runs do not send less"; nfail=$((nfail + 1)); }
+# the MLP on Fashion-MNIST (when Debian's dataset-fashion-mnist is installed): 4 ranks = 1 rank
+# and better than 70% validation accuracy after 150 steps (chance: 10%)
+FM=/usr/share/datasets/fashion-mnist
+if [ -r "$FM/train-images-idx3-ubyte.gz" ]; then
+    M="--model mlp --data $FM --channels 32 --steps 12 --warmup 3 --eval-every 6"
+    run mlp1 "$CTRAIN" $M --batch 16
+    run mlp4 "$COLLRUN" -n 4 "$CTRAIN" $M --batch 4
+    compare mlp1 mlp4 1e-5
+    "$CTRAIN" --model mlp --data $FM --steps 150 --batch 32 --eval-every 150 --eval-batches 30 >"$T/mlpacc.out" 2>&1
+    acc=$(sed -n 's/.* acc \([0-9.]*\)%.*/\1/p' "$T/mlpacc.out" | tail -1)
+    echo "mlp: validation accuracy after 150 steps: ${acc:-none}%"
+    awk -v a="${acc:-0}" 'BEGIN { exit !(a > 70) }' || { cat "$T/mlpacc.out"; echo "FAIL: mlp accuracy"; nfail=$((nfail + 1)); }
+else
+    echo "mlp: $FM absent, the MLP part is not run"
+fi
+grep -q "^step   12/12 .*| val " "$T/four.out" || { echo "FAIL: no progress line with validation loss"; nfail=$((nfail + 1)); }
+for bad in "--model cnn" "--model mlp --data $T" "--steps 0" "--channels 30 --heads 4" "--compress topk:2" "--comm-dtype int8" "--zero 7" "--zero 1" "--data $T/none.txt" "--bogus"; do
+    "$CTRAIN" $bad >"$T/bad.out" 2>&1
+    rc=$?
+    if [ $rc -ne 2 ] || ! grep -q "ctrain: " "$T/bad.out"; then
+        echo "FAIL: '$bad' gave status $rc:"; cat "$T/bad.out"; nfail=$((nfail + 1))
+    fi
+done
+echo "test_ctrain_ranks: $nfail failure(s)"
+[ $nfail -eq 0 ]

@@ -1,0 +1,198 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ckpt.c -- ctrain's checkpoints: DIR/step-NNNNNNNN/shard-R-of-N.bin, each rank writing its
+ * 1/N slice of the parameters and AdamW moments with the step (which fixes the data position
+ * and the schedule) and the seed, then a manifest written by rank 0 once every shard is on
+ * disk. Every file is written to a temporary name, fsynced and renamed (atomic) and carries an
+ * FNV-1a checksum; a checkpoint with a missing or corrupt file is skipped for the one before.
+ * ctrain calls ckpt_save_shard from a background thread, on a copy of the state.
+ */
+#include "ckpt.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define CKPT_MAGIC 0x3154504b43525443ULL /* "CTRCKPT1" */
+
+typedef struct {
+    uint64_t magic, step, nparams, off, count, adam_t, seed, nranks, rank, checksum;
+} ckpt_header_t;
+
+static uint64_t fnv1a(uint64_t h, const void *buf, size_t len)
+{
+    const uint8_t *p = buf;
+    for (size_t i = 0; i < len; i++) {
+        h = (h ^ p[i]) * 0x100000001b3ULL;
+    }
+    return h;
+}
+
+/* Write len bytes of parts to path atomically: tmp file, fsync, rename, fsync directory. */
+static int write_atomic(const char *dir, const char *name, const void *const *parts,
+                        const size_t *lens, int nparts)
+{
+    char tmp[4200], path[4200];
+    snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", dir, name);
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) {
+        fprintf(stderr, "ctrain: checkpoint: cannot create %s: %s\n", tmp, strerror(errno));
+        return -1;
+    }
+    for (int i = 0; i < nparts; i++) {
+        const char *p = parts[i];
+        for (size_t done = 0; done < lens[i];) {
+            ssize_t n = write(fd, p + done, lens[i] - done);
+            if (n < 0 && errno == EINTR) {
+                continue;
+            }
+            if (n <= 0) {
+                fprintf(stderr, "ctrain: checkpoint: write %s: %s\n", tmp, strerror(errno));
+                close(fd);
+                return -1;
+            }
+            done += (size_t)n;
+        }
+    }
+    if (fsync(fd) != 0 || close(fd) != 0 || rename(tmp, path) != 0) {
+        fprintf(stderr, "ctrain: checkpoint: finishing %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY);
+    if (dfd >= 0) {
+        fsync(dfd);
+        close(dfd);
+    }
+    return 0;
+}
+
+int ckpt_save_shard(const char *root, uint64_t step, int rank, int nranks, const ckpt_state_t *s)
+{
+    char dir[4200], name[64];
+    snprintf(dir, sizeof(dir), "%s/step-%08llu", root, (unsigned long long)step);
+    if ((mkdir(root, 0755) != 0 && errno != EEXIST) || (mkdir(dir, 0755) != 0 && errno != EEXIST)) {
+        fprintf(stderr, "ctrain: checkpoint: mkdir %s: %s\n", dir, strerror(errno));
+        return -1;
+    }
+    size_t        off = s->nparams * (size_t)rank / nranks;
+    size_t        cnt = s->nparams * (size_t)(rank + 1) / nranks - off;
+    ckpt_header_t h   = {CKPT_MAGIC,       step,           s->nparams, off, cnt, s->adam_t, s->seed,
+                         (uint64_t)nranks, (uint64_t)rank, 0};
+    uint64_t      c   = fnv1a(0xcbf29ce484222325ULL, &h, sizeof(h));
+    c                 = fnv1a(c, s->params + off, cnt * sizeof(float));
+    c                 = fnv1a(c, s->m + off, cnt * sizeof(float));
+    c                 = fnv1a(c, s->v + off, cnt * sizeof(float));
+    h.checksum        = c;
+    const void  *parts[4] = {&h, s->params + off, s->m + off, s->v + off};
+    const size_t lens[4]  = {sizeof(h), cnt * 4, cnt * 4, cnt * 4};
+    snprintf(name, sizeof(name), "shard-%d-of-%d.bin", rank, nranks);
+    return write_atomic(dir, name, parts, lens, 4);
+}
+
+int ckpt_commit(const char *root, uint64_t step, int nranks)
+{
+    char dir[4200], text[128];
+    snprintf(dir, sizeof(dir), "%s/step-%08llu", root, (unsigned long long)step);
+    int n =
+        snprintf(text, sizeof(text), "step %llu\nshards %d\n", (unsigned long long)step, nranks);
+    const void  *parts[1] = {text};
+    const size_t lens[1]  = {(size_t)n};
+    return write_atomic(dir, "manifest", parts, lens, 1);
+}
+
+/* Read and verify every shard of one checkpoint into s (sized for s->nparams). */
+static int ckpt_load_dir(const char *dir, ckpt_state_t *s, uint64_t *step_p)
+{
+    char               path[4300];
+    int                nranks = 0;
+    unsigned long long step;
+    snprintf(path, sizeof(path), "%s/manifest", dir);
+    FILE *f = fopen(path, "r");
+    if (f == NULL || fscanf(f, "step %llu shards %d", &step, &nranks) != 2 || nranks <= 0) {
+        if (f != NULL) {
+            fclose(f);
+        }
+        return -1; /* never committed */
+    }
+    fclose(f);
+    for (int r = 0; r < nranks; r++) {
+        snprintf(path, sizeof(path), "%s/shard-%d-of-%d.bin", dir, r, nranks);
+        ckpt_header_t h;
+        f = fopen(path, "rb");
+        if (f == NULL || fread(&h, sizeof(h), 1, f) != 1 || h.magic != CKPT_MAGIC ||
+            h.nparams != s->nparams || h.step != step || h.off + h.count > s->nparams) {
+            fprintf(stderr, "ctrain: checkpoint %s: missing or foreign shard %d\n", dir, r);
+            if (f != NULL) {
+                fclose(f);
+            }
+            return -1;
+        }
+        int ok = fread(s->params + h.off, 4, h.count, f) == h.count &&
+                 fread(s->m + h.off, 4, h.count, f) == h.count &&
+                 fread(s->v + h.off, 4, h.count, f) == h.count && fgetc(f) == EOF;
+        fclose(f);
+        uint64_t want = h.checksum;
+        h.checksum    = 0;
+        uint64_t c    = fnv1a(0xcbf29ce484222325ULL, &h, sizeof(h));
+        c             = fnv1a(c, s->params + h.off, h.count * 4);
+        c             = fnv1a(c, s->m + h.off, h.count * 4);
+        c             = fnv1a(c, s->v + h.off, h.count * 4);
+        if (!ok || c != want) {
+            fprintf(stderr, "ctrain: checkpoint %s: shard %d is corrupt (checksum)\n", dir, r);
+            return -1;
+        }
+        s->adam_t = h.adam_t;
+        s->seed   = h.seed;
+    }
+    *step_p = step;
+    return 0;
+}
+
+static int ckpt_cmp_desc(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)b, *(char *const *)a);
+}
+
+int ckpt_load_latest(const char *root, ckpt_state_t *s, uint64_t *step_p)
+{
+    DIR *d = opendir(root);
+    if (d == NULL) {
+        return 1; /* nothing saved yet */
+    }
+    char         **names = NULL;
+    size_t         n     = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (strncmp(e->d_name, "step-", 5) == 0) {
+            char **nn = realloc(names, (n + 1) * sizeof(char *));
+            if (nn == NULL) {
+                break;
+            }
+            names      = nn;
+            names[n++] = strdup(e->d_name);
+        }
+    }
+    closedir(d);
+    qsort(names, n, sizeof(char *), ckpt_cmp_desc); /* newest first: fixed-width numbers */
+    int rc = 1;
+    for (size_t i = 0; i < n && rc != 0; i++) {
+        char dir[4200];
+        snprintf(dir, sizeof(dir), "%s/%s", root, names[i]);
+        if (ckpt_load_dir(dir, s, step_p) == 0) {
+            rc = 0;
+        } else {
+            fprintf(stderr, "ctrain: checkpoint %s unusable, trying the previous one\n", dir);
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        free(names[i]);
+    }
+    free(names);
+    return rc;
+}

@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ckpt.h -- ctrain's checkpoints (atomic, checksummed, one shard per rank; see ckpt.c).
+ */
+#ifndef CTRAIN_CKPT_H
+#define CTRAIN_CKPT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct {
+    float   *params, *m, *v; /* nparams each: the whole state (replicated under DDP) */
+    size_t   nparams;
+    uint64_t adam_t; /* optimizer steps taken */
+    uint64_t seed;
+} ckpt_state_t;
+
+/* This rank's slice of the state into root/step-NNNNNNNN/; 0 or -1 (message printed). */
+int ckpt_save_shard(const char *root, uint64_t step, int rank, int nranks, const ckpt_state_t *s);
+/* Rank 0, after every rank saved: write the manifest that makes the checkpoint valid. */
+int ckpt_commit(const char *root, uint64_t step, int nranks);
+/* Newest valid checkpoint into s: 0 loaded (*step_p set), 1 none usable. s may be partly
+ * overwritten when 1 is returned after a corrupt checkpoint. */
+int ckpt_load_latest(const char *root, ckpt_state_t *s, uint64_t *step_p);
+
+#endif

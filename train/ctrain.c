@@ -1,0 +1,457 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ctrain -- the reference data-parallel trainer of libcoll: a byte-level GPT trained on real
+ * text (Moby Dick) or an MLP on Fashion-MNIST, gradients averaged across ranks by the training
+ * layer (coll_ddp, optionally compressed per bucket), AdamW with warm-up and cosine decay and
+ * gradient clipping, one progress line per step, a validation loss and a loss CSV. Uses only coll.h
+ * and coll_train.h. Checkpoints are atomic and checksummed, one shard per rank written in the
+ * background, with resume (ckpt.c).
+ * --zero 1|2 runs the optimizer sharded (ctrain_zero.c; constant lr, no clipping).
+ * Not built yet: ZeRO stage 3 in ctrain, mixed precision, checkpoints under ZeRO.
+ * Run: collrun -n 4 ./ctrain --data data/moby_dick.txt
+ */
+#include <coll.h>       /* defines: coll_init, coll_allreduce, coll_comm_rank/size */
+#include <coll_train.h> /* defines: coll_ddp_*, coll_compress_config_t */
+
+#include "ckpt.h"        /* defines: ckpt_save_shard, ckpt_commit, ckpt_load_latest */
+#include "ctrain_opts.h" /* defines: ctrain_opts_t, ctrain_opts_parse, ctrain_usage */
+#include "ctrain_dump.h" /* defines: ctrain_dump_* (reference values for the tests) */
+#include "ctrain_zero.h" /* defines: ctrain_zero_setup, _begin, _ready, _step (--zero 1|2) */
+#include "model.h"       /* defines: model_t, model_gpt_create, model_mlp_create */
+
+#include <math.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* ---- helpers ---- */
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+#define CHECK_COLL(_expr, _what)                                                                   \
+    do {                                                                                           \
+        coll_result_t _st = (_expr);                                                               \
+        if (_st != COLL_OK) {                                                                      \
+            fprintf(stderr, "ctrain: %s failed: %s (%s)\n", (_what), coll_strerror(_st),           \
+                    coll_last_error());                                                            \
+            exit(1);                                                                               \
+        }                                                                                          \
+    } while (0)
+
+/* ---- learning-rate schedule: linear warm-up, then cosine decay to min_lr_ratio * lr ---- */
+
+static float lr_at(const ctrain_opts_t *o, int step)
+{
+    if (step < o->warmup) {
+        return o->lr * (float)(step + 1) / (float)o->warmup;
+    }
+    int   span  = o->steps - o->warmup;
+    float frac  = span > 0 ? (float)(step - o->warmup) / (float)span : 1.0f;
+    float coeff = 0.5f * (1.0f + cosf(3.14159265358979f * frac));
+    return o->lr * (o->min_lr_ratio + (1.0f - o->min_lr_ratio) * coeff);
+}
+
+/* ---- AdamW with gradient clipping over the flat parameter array ---- */
+
+typedef struct {
+    float *m, *v;
+    int    t;
+} adamw_t;
+
+/* Returns the gradient norm before clipping. */
+static float adamw_step(adamw_t *opt, const ctrain_opts_t *o, float *p, float *g, size_t n,
+                        float lr)
+{
+    double sq = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        sq += (double)g[i] * g[i];
+    }
+    float norm = (float)sqrt(sq);
+    float clip = 1.0f;
+    if (o->clip > 0.0f && norm > o->clip) {
+        clip = o->clip / (norm + 1e-6f); /* torch.nn.utils.clip_grad_norm_ */
+    }
+    opt->t++;
+    float bc1 = 1.0f - powf(o->beta1, (float)opt->t), bc2 = 1.0f - powf(o->beta2, (float)opt->t);
+    for (size_t i = 0; i < n; i++) {
+        float gi = g[i] * clip;
+        p[i] *= 1.0f - lr * o->weight_decay; /* decoupled decay first, as torch.optim.AdamW */
+        opt->m[i] = o->beta1 * opt->m[i] + (1.0f - o->beta1) * gi;
+        opt->v[i] = o->beta2 * opt->v[i] + (1.0f - o->beta2) * gi * gi;
+        float mh = opt->m[i] / bc1, vh = opt->v[i] / bc2;
+        p[i] -= lr * mh / (sqrtf(vh) + o->eps);
+    }
+    return norm;
+}
+
+/* ---- data-parallel glue: tensor i of the model is DDP parameter i ---- */
+
+static void on_grads_ready(void *arg, int first, int n)
+{
+    coll_ddp_t *ddp = arg;
+    for (int i = first + n - 1; i >= first; i--) {
+        CHECK_COLL(coll_ddp_grad_ready(ddp, i), "coll_ddp_grad_ready");
+    }
+}
+
+static coll_ddp_t *ddp_setup(coll_comm_t *world, const ctrain_opts_t *o, model_t *gpt)
+{
+    coll_ddp_config_t cfg = COLL_DDP_CONFIG_INITIALIZER;
+    coll_ddp_t       *ddp;
+    cfg.bucket_cap_bytes = (size_t)(o->bucket_mb * 1048576.0);
+    cfg.wire_dtype       = o->comm_dtype;
+    CHECK_COLL(coll_ddp_create(world, &cfg, &ddp), "coll_ddp_create");
+    for (int i = 0; i < gpt->ntensors; i++) {
+        CHECK_COLL(coll_ddp_register(ddp, gpt->params[i], gpt->grads[i], gpt->sizes[i],
+                                     COLL_FLOAT32, NULL),
+                   "coll_ddp_register");
+    }
+    CHECK_COLL(coll_ddp_broadcast_params(ddp, 0), "coll_ddp_broadcast_params");
+    if (o->compress.kind != 0) {
+        coll_ddp_stats_t st; /* the buckets exist once a call needs them: zero_grad does */
+        CHECK_COLL(coll_ddp_zero_grad(ddp), "coll_ddp_zero_grad");
+        CHECK_COLL(coll_ddp_get_stats(ddp, &st), "coll_ddp_get_stats");
+        if (st.nbuckets <= 0) {
+            fprintf(stderr, "ctrain: no gradient buckets to compress\n");
+            exit(1);
+        }
+        for (int b = 0; b < st.nbuckets; b++) {
+            CHECK_COLL(coll_ddp_set_bucket_compress(ddp, b, &o->compress),
+                       "coll_ddp_set_bucket_compress");
+        }
+    }
+    return ddp;
+}
+
+/* ---- evaluation: mean loss (and accuracy) over fixed validation items shared out ---- */
+
+static float evaluate(model_t *m, const ctrain_opts_t *o, int rank, int nranks, coll_comm_t *world,
+                      float *acc_p)
+{
+    int    n      = o->eval_batches * o->batch * o->grad_accum * nranks;
+    double acc[3] = {0.0, 0.0, 0.0}; /* summed loss, units, correct */
+    for (int j = rank; j < n; j += nranks) {
+        int correct;
+        acc[0] += m->val_item(m, j, n, &correct);
+        acc[1] += m->units;
+        acc[2] += correct;
+    }
+    CHECK_COLL(coll_allreduce(acc, acc, 3, COLL_FLOAT64, COLL_SUM, world), "validation allreduce");
+    *acc_p = (float)(acc[2] / n);
+    return (float)(acc[0] / acc[1]);
+}
+
+/* ---- checkpoints: resume from the newest valid one; save one shard per rank ---- */
+
+static int resume_state(const ctrain_opts_t *o, model_t *gpt, adamw_t *opt, int rank)
+{
+    size_t       n    = gpt->nparams;
+    ckpt_state_t s    = {malloc(n * 4), malloc(n * 4), malloc(n * 4), n, 0, 0};
+    uint64_t     step = 0;
+    int          rc   = -1;
+    if (s.params != NULL && s.m != NULL && s.v != NULL) {
+        rc = ckpt_load_latest(o->ckpt_dir, &s, &step);
+    }
+    if (rc == 0 && s.seed != o->seed) {
+        fprintf(stderr, "ctrain: checkpoint was made with --seed %llu, not %llu\n",
+                (unsigned long long)s.seed, (unsigned long long)o->seed);
+        exit(2);
+    }
+    if (rc == 0) { /* copy only a fully verified checkpoint */
+        memcpy(gpt->param_mem, s.params, n * 4);
+        memcpy(opt->m, s.m, n * 4);
+        memcpy(opt->v, s.v, n * 4);
+        opt->t = (int)s.adam_t;
+        if (rank == 0) {
+            printf("ctrain: resumed from %s/step-%08llu\n", o->ckpt_dir, (unsigned long long)step);
+        }
+    }
+    free(s.params), free(s.m), free(s.v);
+    return rc == 0 ? (int)step : 0;
+}
+
+/* A checkpoint is written in the background: the state is copied (cheap next to a step),
+ * a thread writes this rank's shard while the next step runs, and at the end of that step
+ * every rank joins its thread, the ranks vote and rank 0 commits the manifest. */
+typedef struct {
+    pthread_t    thread;
+    int          busy, step, rank, nranks, rc;
+    const char  *dir;
+    ckpt_state_t snap;
+} ckpt_writer_t;
+
+static void *ckpt_writer_main(void *arg)
+{
+    ckpt_writer_t *w = arg;
+    w->rc            = ckpt_save_shard(w->dir, (uint64_t)w->step, w->rank, w->nranks, &w->snap);
+    return NULL;
+}
+
+static void ckpt_start(ckpt_writer_t *w, const ctrain_opts_t *o, model_t *m, adamw_t *opt, int step)
+{
+    size_t n = m->nparams * sizeof(float);
+    if (w->snap.params == NULL) {
+        w->snap.params = malloc(n), w->snap.m = malloc(n), w->snap.v = malloc(n);
+        if (w->snap.params == NULL || w->snap.m == NULL || w->snap.v == NULL) {
+            fprintf(stderr, "ctrain: out of memory for a checkpoint\n");
+            exit(1);
+        }
+    }
+    memcpy(w->snap.params, m->param_mem, n);
+    memcpy(w->snap.m, opt->m, n);
+    memcpy(w->snap.v, opt->v, n);
+    w->snap.nparams = m->nparams, w->snap.adam_t = (uint64_t)opt->t, w->snap.seed = o->seed;
+    w->step = step, w->dir = o->ckpt_dir, w->rc = 0;
+    if (pthread_create(&w->thread, NULL, ckpt_writer_main, w) != 0) {
+        ckpt_writer_main(w); /* no thread: write it now */
+        w->busy = -1;
+        return;
+    }
+    w->busy = 1;
+}
+
+/* Collective when a checkpoint is in flight on every rank (the same steps everywhere). */
+static void ckpt_finish(ckpt_writer_t *w, coll_comm_t *world)
+{
+    if (w->busy == 0) {
+        return;
+    }
+    if (w->busy == 1) {
+        pthread_join(w->thread, NULL);
+    }
+    w->busy = 0;
+    int bad = w->rc != 0;
+    CHECK_COLL(coll_allreduce(&bad, &bad, 1, COLL_INT32, COLL_SUM, world), "checkpoint vote");
+    if (bad == 0 && w->rank == 0 && ckpt_commit(w->dir, (uint64_t)w->step, w->nranks) != 0) {
+        bad = 1;
+    }
+    if (bad != 0) {
+        fprintf(stderr, "ctrain: rank %d: checkpoint at step %d not complete; training goes on\n",
+                w->rank, w->step);
+    }
+}
+
+/* On resume, keep the loss CSV's lines up to the checkpoint and append from there. */
+static FILE *csv_open(const char *path, int start_step)
+{
+    FILE *f;
+    if (start_step == 0 || (f = fopen(path, "r")) == NULL) {
+        f = fopen(path, "w");
+        if (f != NULL) {
+            fprintf(f, "step,train_loss,val_loss,lr,grad_norm,step_s\n");
+        }
+        return f;
+    }
+    char   line[512], *keep = NULL;
+    size_t len = 0;
+    while (fgets(line, sizeof(line), f) != NULL) {
+        if (atoi(line) <= start_step) { /* the header parses as 0 */
+            size_t l = strlen(line);
+            char  *k = realloc(keep, len + l + 1);
+            if (k == NULL) {
+                break;
+            }
+            keep = k;
+            memcpy(keep + len, line, l + 1);
+            len += l;
+        }
+    }
+    fclose(f);
+    f = fopen(path, "w");
+    if (f != NULL && keep != NULL) {
+        fputs(keep, f);
+    }
+    free(keep);
+    return f;
+}
+
+/* ---- main: set up, train, evaluate, report ---- */
+
+int main(int argc, char **argv)
+{
+    ctrain_opts_t o;
+    if (ctrain_opts_parse(argc, argv, &o) != 0) {
+        return 2;
+    }
+    coll_comm_t *world;
+    int          rank, nranks;
+    CHECK_COLL(coll_init(&argc, &argv, &world), "coll_init");
+    coll_comm_rank(world, &rank);
+    coll_comm_size(world, &nranks);
+    if (o.dump_dir != NULL && (nranks != 1 || o.grad_accum != 1)) {
+        fprintf(stderr, "ctrain: --dump needs 1 rank and --grad-accum 1\n");
+        return 2;
+    }
+
+    model_t *gpt;
+    char     err[512];
+    int      rc = strcmp(o.model, "mlp") == 0 ? model_mlp_create(&o, &gpt, err, sizeof(err))
+                                              : model_gpt_create(&o, &gpt, err, sizeof(err));
+    if (rc != 0) {
+        fprintf(stderr, "ctrain: %s\n", err);
+        return 2;
+    }
+    coll_ddp_t  *ddp  = o.zero == 0 ? ddp_setup(world, &o, gpt) : NULL;
+    coll_zero_t *zero = o.zero > 0 ? ctrain_zero_setup(world, &o, gpt) : NULL;
+    adamw_t opt = {calloc(gpt->nparams, sizeof(float)), calloc(gpt->nparams, sizeof(float)), 0};
+    int     B   = o.batch;
+    FILE   *csv = NULL;
+    if (opt.m == NULL || opt.v == NULL) {
+        fprintf(stderr, "ctrain: out of memory\n");
+        return 1;
+    }
+    int start = o.resume ? resume_state(&o, gpt, &opt, rank) : 0;
+    if (rank == 0 && o.csv_path != NULL && (csv = csv_open(o.csv_path, start)) == NULL) {
+        perror(o.csv_path);
+        return 2;
+    }
+    if (rank == 0) {
+        printf("ctrain: %s; %d ranks x batch %d x accum %d\n", gpt->desc, nranks, B, o.grad_accum);
+    }
+    ctrain_dump_t *dump =
+        o.dump_dir != NULL && gpt->gpt != NULL ? ctrain_dump_open(o.dump_dir, &o, gpt->gpt) : NULL;
+
+    double t_start = now_s(), comm_total = 0.0, t_ckpt[2] = {0, 0}; /* step time: without, with */
+    int    n_ckpt[2]        = {0, 0};
+    ckpt_writer_t writer    = {.rank = rank, .nranks = nranks};
+    uint64_t      wire_prev = 0;
+    float         val_loss = NAN, val_acc = NAN;
+    for (int step = start; step < o.steps; step++) {
+        double t0        = now_s();
+        int    in_flight = writer.busy != 0; /* a checkpoint is being written during this step */
+        if (o.kill_at > 0 && start == 0 && step + 1 == o.kill_at && rank == nranks - 1) {
+            raise(SIGKILL); /* --kill-at: a rank dies hard in the middle of the run */
+        }
+        if (zero != NULL) {
+            ctrain_zero_begin(zero, gpt);
+        } else {
+            CHECK_COLL(coll_ddp_zero_grad(ddp), "coll_ddp_zero_grad");
+        }
+        double loss_acc = 0.0;
+        for (int micro = 0; micro < o.grad_accum; micro++) {
+            int last = micro == o.grad_accum - 1;
+            if (ddp != NULL) {
+                CHECK_COLL(coll_ddp_set_sync(ddp, last), "coll_ddp_set_sync");
+            }
+            /* the global item index fixes the data, whatever the number of ranks */
+            uint64_t       g0    = (((uint64_t)step * o.grad_accum + micro) * nranks + rank) * B;
+            gpt_ready_fn_t ready = zero != NULL ? ctrain_zero_ready : on_grads_ready;
+            float l = gpt->train_micro(gpt, g0, B, 1.0f / o.grad_accum, last ? ready : NULL,
+                                       zero != NULL ? (void *)zero : (void *)ddp);
+            if (l < 0.0f) {
+                fprintf(stderr, "ctrain: rank %d: out of memory for a batch of %d\n", rank, B);
+                return 1;
+            }
+            loss_acc += l;
+            if (dump != NULL) {
+                ctrain_dump_batch(dump, gpt->last_in, gpt->last_tg, B * o.seqlen);
+            }
+        }
+        double   comm_s = 0.0, tz = now_s();
+        uint64_t wire_now;
+        float    lr = lr_at(&o, step), norm = NAN;
+        if (zero != NULL) { /* reduce-scatter, shard-wise AdamW, all-gather */
+            wire_now = ctrain_zero_step(zero, gpt);
+            comm_s   = now_s() - tz;
+        } else {
+            coll_ddp_stats_t st;
+            CHECK_COLL(coll_ddp_wait(ddp), "coll_ddp_wait");
+            CHECK_COLL(coll_ddp_get_stats(ddp, &st), "coll_ddp_get_stats");
+            comm_s   = st.wait_s;
+            wire_now = st.wire_bytes;
+        }
+        double loss = loss_acc / o.grad_accum;
+        CHECK_COLL(coll_allreduce(&loss, &loss, 1, COLL_FLOAT64, COLL_SUM, world),
+                   "loss allreduce");
+        loss /= nranks;
+        if (dump != NULL && step == 0) {
+            ctrain_dump_grads(dump, gpt->gpt);
+        }
+        if (zero == NULL) {
+            norm = adamw_step(&opt, &o, gpt->param_mem, gpt->grad_mem, gpt->nparams, lr);
+        }
+        if (dump != NULL) {
+            ctrain_dump_loss(dump, step, loss, norm);
+        }
+        int do_eval = o.eval_every > 0 && ((step + 1) % o.eval_every == 0 || step + 1 == o.steps);
+        if (do_eval) {
+            val_loss = evaluate(gpt, &o, rank, nranks, world, &val_acc);
+        }
+        double dt = now_s() - t0; /* the step's time, before any checkpoint work */
+        t_ckpt[in_flight] += dt;
+        n_ckpt[in_flight]++;
+        ckpt_finish(&writer, world); /* commit the one written during this step */
+        if (o.ckpt_every > 0 && (step + 1) % o.ckpt_every == 0) {
+            ckpt_start(&writer, &o, gpt, &opt, step + 1);
+        }
+        comm_total += comm_s;
+        if (rank == 0) {
+            double eta = (now_s() - t_start) / (step + 1 - start) * (o.steps - step - 1);
+            printf("step %4d/%d | loss %.4f | lr %.2e | norm %.3f | %.0f %s/s | comm %4.1f%% | "
+                   "wire %.2f MB | eta %dm%02ds",
+                   step + 1, o.steps, loss, lr, norm,
+                   (double)B * gpt->units * o.grad_accum * nranks / dt,
+                   gpt->units == 1 ? "samples" : "tok", 100.0 * comm_s / dt,
+                   (wire_now - wire_prev) / 1e6, (int)eta / 60, (int)eta % 60);
+            if (do_eval) {
+                printf(" | val %.4f", val_loss);
+                if (gpt->units == 1) {
+                    printf(" acc %.1f%%", 100.0 * val_acc);
+                }
+            }
+            if (in_flight) {
+                printf(" | ckpt written meanwhile");
+            }
+            printf("\n");
+            fflush(stdout);
+        }
+        wire_prev = wire_now;
+        if (csv != NULL) {
+            fprintf(csv, "%d,%.6f,%s%.6f,%.6e,%.6f,%.6f\n", step + 1, loss, "",
+                    do_eval ? val_loss : NAN, lr, norm, dt);
+            fflush(csv);
+        }
+    }
+    ckpt_finish(&writer, world);
+    free(writer.snap.params), free(writer.snap.m), free(writer.snap.v);
+    if (rank == 0 && n_ckpt[1] > 0) {
+        printf("step time: %.1f ms without a checkpoint in flight (%d steps), %.1f ms with one "
+               "(%d steps)\n",
+               1e3 * t_ckpt[0] / (n_ckpt[0] > 0 ? n_ckpt[0] : 1), n_ckpt[0],
+               1e3 * t_ckpt[1] / n_ckpt[1], n_ckpt[1]);
+    }
+    if (rank == 0) {
+        double total = now_s() - t_start;
+        printf("done: %d steps in %.1f s, final val loss %.4f, %.1f%% of the time waiting on "
+               "communication\n",
+               o.steps - start, total, val_loss, 100.0 * comm_total / total);
+        if (o.sample > 0) {
+            if (gpt->gpt != NULL) {
+                model_gpt_sample(gpt, o.sample, o.seed);
+            }
+        }
+    }
+    if (dump != NULL) {
+        ctrain_dump_close(dump);
+    }
+    if (csv != NULL) {
+        fclose(csv);
+    }
+    if (ddp != NULL) {
+        CHECK_COLL(coll_ddp_destroy(ddp), "coll_ddp_destroy");
+    } else {
+        CHECK_COLL(coll_zero_destroy(zero), "coll_zero_destroy");
+    }
+    gpt->destroy(gpt);
+    free(opt.m), free(opt.v);
+    coll_finalize();
+    return 0;
+}

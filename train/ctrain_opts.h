@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ctrain_opts.h -- ctrain's command line: every option with its default, parsed and checked in
+ * one place (ctrain_opts.c); bad values get a message naming the option and exit status 2.
+ */
+#ifndef CTRAIN_OPTS_H
+#define CTRAIN_OPTS_H
+
+#include <coll.h>
+#include <coll_train.h>
+
+#include <stdint.h>
+#include <stdio.h>
+
+typedef struct {
+    const char            *model;     /* "gpt" */
+    const char            *data_path; /* byte-level text */
+    int                    layers, channels, heads, seqlen;
+    int                    steps, batch, grad_accum;
+    float                  lr, min_lr_ratio, weight_decay, clip, beta1, beta2, eps;
+    int                    warmup;
+    int                    zero; /* only 0 (DDP) so far */
+    double                 bucket_mb;
+    coll_dtype_t           comm_dtype;
+    coll_compress_config_t compress;        /* kind 0: dense */
+    int                    compress_warmup; /* first steps sent dense */
+    uint64_t               seed;
+    int                    deterministic;
+    int                    eval_every, eval_batches;
+    int                    sample;
+    const char            *csv_path;
+    const char            *dump_dir;   /* reference values for the PyTorch comparison */
+    const char            *ckpt_dir;   /* checkpoints; NULL: none */
+    int                    ckpt_every; /* steps between checkpoints */
+    int                    resume;     /* start from the newest valid checkpoint in ckpt_dir */
+    int kill_at; /* fault injection: the last rank SIGKILLs itself at this step */
+} ctrain_opts_t;
+
+int  ctrain_opts_parse(int argc, char **argv, ctrain_opts_t *o);
+void ctrain_usage(FILE *f);
+
+#endif

@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ctrain_zero.h -- ctrain with --zero 1|2: the model's parameters and gradients live in a
+ * coll_zero object (sharded optimizer state, and sharded gradients at stage 2) and
+ * coll_zero_step runs AdamW shard-wise. Constant learning rate, no clipping (the ZeRO
+ * optimizer has neither a schedule nor a global norm); stage 3 is not wired in.
+ */
+#ifndef CTRAIN_ZERO_H
+#define CTRAIN_ZERO_H
+
+#include "model.h"
+
+#include <coll.h>
+#include <coll_train.h>
+
+/* Collective: create the object, register the model's tensors with their current values and
+ * point model->params at the object's parameters. Exits with a message on failure. */
+coll_zero_t *ctrain_zero_setup(coll_comm_t *world, const ctrain_opts_t *o, model_t *m);
+/* Before a step's first micro-batch: point model->grads at this step's (zeroed) gradients. */
+void ctrain_zero_begin(coll_zero_t *z, model_t *m);
+/* gpt_ready_fn_t for backward: report tensors' gradients final. */
+void ctrain_zero_ready(void *arg, int first, int n);
+/* Reduce, update, gather; re-point model->params. Returns bytes sent so far. */
+uint64_t ctrain_zero_step(coll_zero_t *z, model_t *m);
+
+#endif
