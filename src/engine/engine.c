@@ -238,6 +238,7 @@ static void engine_report_failure(coll_comm_t *comm, coll_task_t *req)
             coll_result_t st = coll_bootstrap_poll(comm->bs, msg, sizeof(msg));
             if (st != COLL_OK) {
                 coll_comm_fail(comm, st, "rank %d: %s", comm->rank, msg);
+                req->status = comm->error; /* the call returns what the communicator reports */
                 return;
             }
             struct timespec ts = {0, 5000000};
@@ -248,6 +249,7 @@ static void engine_report_failure(coll_comm_t *comm, coll_task_t *req)
                                                      : coll_strerror(req->status);
     coll_comm_fail(comm, req->status, "rank %d: %s #%u failed talking to rank %d: %s", comm->rank,
                    coll_op_name(req->args.coll), req->seq, req->fail_peer, why);
+    req->status = comm->error;
 }
 
 static coll_result_t engine_start(coll_comm_t *comm, const coll_args_t *args, const void *sendbuf,

@@ -1,0 +1,57 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# make check-rdma: boots a throw-away qemu VM with a Soft-RoCE device (rdma_rxe on Debian's own
+# kernel, emulated CPU: see tests/rdma/run-in-rxe-vm.sh) over this machine's root file system and
+# runs the multi-process correctness matrix over the ib transport inside it: every collective,
+# send/recv, and the failure tests (a killed rank reported by the survivors, an abort, a silent
+# rank, garbage on the bootstrap port). Prints one line per program; exits 1 on a failure, 77 when
+# the VM cannot be had here (qemu or busybox missing, or the VM did not boot). RDMA_TESTS picks
+# programs; the emulated CPU makes the whole matrix take about 17 minutes (see README).
+set -u
+top=$(pwd)
+src=$(cd "${srcdir:-$(dirname "$0")/../..}" && pwd)
+if ! grep -q "define HAVE_IBVERBS 1" "$top/config.h" 2>/dev/null ||
+    ! grep -q "define HAVE_RDMACM 1" "$top/config.h" 2>/dev/null; then
+    echo "check-rdma: libcoll was built without libibverbs/librdmacm (libibverbs-dev, librdmacm-dev)"
+    exit 77
+fi
+for p in qemu-system-x86_64 busybox cpio; do
+    command -v "$p" >/dev/null 2>&1 || {
+        echo "check-rdma: $p is missing: apt-get install -y qemu-system-x86 busybox-static cpio kmod ibverbs-providers"
+        exit 77
+    }
+done
+tests=${RDMA_TESTS:-"test_allreduce test_reduce_scatter test_allgather test_broadcast test_reduce test_alltoall test_p2p test_failures"}
+work=$(mktemp -d /tmp/check-rdma.XXXXXX)
+cat > "$work/matrix.sh" <<EOS
+cd "$top"
+ibv_devinfo -d rxe0 | grep -E "hca_id|state|link_layer" | sed 's/^/check-rdma: /'
+fail=0
+for t in $tests; do
+    s=\$(date +%s)
+    COLL_TEST_TRANSPORTS=ib COLL_DEBUG=none timeout 900 ./tests/mp/\$t > $work/\$t.log 2>&1
+    rc=\$?
+    echo "check-rdma: \$t over ib: \$(grep -E 'passed|failed' $work/\$t.log | tail -1) (exit \$rc, \$(( \$(date +%s) - s )) s)"
+    [ \$rc = 0 ] || { grep -E "^FAIL|assert" $work/\$t.log | head -5; fail=1; }
+done
+grep -h "^PASS: kill" $work/test_failures.log 2>/dev/null | sed 's/^/check-rdma: /'
+exit \$fail
+EOS
+start=$(date +%s)
+bash "$src/tests/rdma/run-in-rxe-vm.sh" --timeout "${RDMA_TIMEOUT:-5400}" "$work" "sh $work/matrix.sh" \
+    >"$work/vm.log" 2>&1
+vm=$?
+grep "check-rdma:\|^FAIL\|assert" "$work/vm.log"
+echo "check-rdma: finished in $(($(date +%s) - start)) s"
+if [ $vm = 125 ]; then
+    tail -5 "$work/vm.log"
+    echo "check-rdma: the Soft-RoCE VM could not be brought up here"
+    rm -rf "$work"
+    exit 77
+fi
+ok=0
+for t in $tests; do
+    grep -qE "^[0-9]+ passed, 0 failed" "$work/$t.log" 2>/dev/null || ok=1
+done
+rm -rf "$work"
+exit $ok

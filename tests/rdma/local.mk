@@ -1,0 +1,9 @@
+# SPDX-License-Identifier: MIT
+# make check-rdma: the correctness matrix over the ib transport inside a Soft-RoCE VM.
+EXTRA_DIST += tests/rdma/check-rdma.sh tests/rdma/run-in-rxe-vm.sh
+dist_check_SCRIPTS += tests/rdma/test_rdma.sh
+TESTS += tests/rdma/test_rdma.sh
+check-rdma: all
+	@$(MAKE) $(AM_MAKEFLAGS) $(check_PROGRAMS)
+	srcdir=$(srcdir) $(SHELL) $(srcdir)/tests/rdma/check-rdma.sh
+.PHONY: check-rdma
