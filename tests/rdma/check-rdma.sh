@@ -22,9 +22,13 @@ for p in qemu-system-x86_64 busybox cpio; do
     }
 done
 tests=${RDMA_TESTS:-"test_allreduce test_reduce_scatter test_allgather test_broadcast test_reduce test_alltoall test_p2p test_failures"}
-work=$(mktemp -d /tmp/check-rdma.XXXXXX)
+# The VM sees this machine's / read-only and its /tmp is its own: share the build tree itself
+# (read-write, at its own path) and keep the run's files in it.
+work=$top/rdma-run
+rm -rf "$work"
+mkdir -p "$work"
 cat > "$work/matrix.sh" <<EOS
-cd "$top"
+cd "$top" || exit 2
 ibv_devinfo -d rxe0 | grep -E "hca_id|state|link_layer" | sed 's/^/check-rdma: /'
 fail=0
 for t in $tests; do
@@ -38,7 +42,7 @@ grep -h "^PASS: kill" $work/test_failures.log 2>/dev/null | sed 's/^/check-rdma:
 exit \$fail
 EOS
 start=$(date +%s)
-bash "$src/tests/rdma/run-in-rxe-vm.sh" --timeout "${RDMA_TIMEOUT:-5400}" "$work" "sh $work/matrix.sh" \
+bash "$src/tests/rdma/run-in-rxe-vm.sh" --timeout "${RDMA_TIMEOUT:-5400}" "$top" "sh $work/matrix.sh" \
     >"$work/vm.log" 2>&1
 vm=$?
 grep "check-rdma:\|^FAIL\|assert" "$work/vm.log"

@@ -7,3 +7,5 @@ check-rdma: all
 	@$(MAKE) $(AM_MAKEFLAGS) $(check_PROGRAMS)
 	srcdir=$(srcdir) $(SHELL) $(srcdir)/tests/rdma/check-rdma.sh
 .PHONY: check-rdma
+clean-local:
+	rm -rf rdma-run fuzz-build bindings/torch/build bindings/torch/lib
