@@ -55,3 +55,6 @@ EXTRA_DIST += bench/compress_bench.sh
 noinst_PROGRAMS += bench/membw
 bench_membw_SOURCES = bench/membw.c bench/bench_time.h
 bench_membw_LDADD = -lpthread
+# bench/compare: the harnesses it builds against Open MPI, MPICH, Gloo and torch, and its tables.
+EXTRA_DIST += bench/compare bench/compare.d/mpi.c bench/compare.d/gloo.cc \
+    bench/compare.d/torch_gloo.py bench/compare.d/summary.py

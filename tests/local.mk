@@ -134,3 +134,6 @@ EXTRA_DIST += tests/tools/netns_lib.sh
 EXTRA_DIST += tests/topologies/synthetic_2s8g4n.xml tests/topologies/synthetic_dgx.xml \
     tests/topologies/synthetic_quadnuma.xml
 
+# bench/membw, collbench --bound and bench/compare's option checks.
+dist_check_SCRIPTS += tests/tools/test_bench_bound.sh
+TESTS += tests/tools/test_bench_bound.sh
