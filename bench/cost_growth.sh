@@ -3,9 +3,9 @@
 # bench/cost_growth.sh -- all-reduce (float sum) time against size and against ranks (1..8 on
 # this host) from collbench, ROUNDS rounds interleaved over the rank counts, medians beside the
 # cost model's prediction for the algorithm the tuner picks (collinfo algos -n N). Markdown out.
-# Run from the build tree: bench/cost_growth.sh [ROUNDS (3)] [MAXBYTES (64M)] [RANKS ("1 2 4 8")]
+# Run from the build tree: bench/cost_growth.sh [ROUNDS (3)] [MAXBYTES (32M)] [RANKS ("1 2 4 8")]
 set -eu
-rounds=${1:-3} maxb=${2:-64M} ranklist=${3:-"1 2 4 8"}
+rounds=${1:-3} maxb=${2:-32M} ranklist=${3:-"1 2 4 8"}
 case $rounds in '' | *[!0-9]* | 0) echo "cost_growth: ROUNDS must be a positive number" >&2; exit 2 ;; esac
 [ -x ./collbench ] && [ -x ./collinfo ] ||
     { echo "cost_growth: run it from the build tree" >&2; exit 2; }
@@ -14,7 +14,7 @@ trap 'rm -rf "$tmp"' EXIT INT TERM
 r=1
 while [ "$r" -le "$rounds" ]; do
     for n in $ranklist; do
-        ./collrun -n "$n" ./collbench -b 8 -e "$maxb" -f 8 -n 5 -w 2 -c 0 --csv "$tmp/c.csv" \
+        ./collrun -n "$n" ./collbench -b 8 -e "$maxb" -f 4 -n 5 -w 2 -c 0 --csv "$tmp/c.csv" \
             >/dev/null || { echo "cost_growth: collbench -n $n failed" >&2; exit 1; }
         awk -F, -v n="$n" 'NR > 1 { print n, $3, $8 }' "$tmp/c.csv" >>"$tmp/raw"
     done
