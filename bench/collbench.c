@@ -183,7 +183,7 @@ static int cb_parse_other(cb_opts_t *o, int c, const char *arg)
         o->json = arg;
         return 0;
     case 'B': {
-        char *end = NULL;
+        char *end    = NULL;
         o->bound_gbs = strtod(arg, &end);
         return end == arg || *end != '\0' || !(o->bound_gbs > 0.0 && o->bound_gbs < 1e6);
     }

@@ -15,15 +15,15 @@
 #include <unistd.h>
 
 enum { MB_READ, MB_WRITE, MB_COPY, MB_ADD, MB_NKERNELS };
-static const char *const mb_names[MB_NKERNELS] = {"read", "write", "copy", "add"};
-static const int mb_streams[MB_NKERNELS] = {1, 1, 2, 3}; /* arrays touched per element */
+static const char *const mb_names[MB_NKERNELS]   = {"read", "write", "copy", "add"};
+static const int         mb_streams[MB_NKERNELS] = {1, 1, 2, 3}; /* arrays touched per element */
 
 typedef struct {
-    double *a, *b, *c;
-    size_t n;
-    int kernel;
+    double            *a, *b, *c;
+    size_t             n;
+    int                kernel;
     pthread_barrier_t *bar;
-    double sink;
+    double             sink;
 } mb_thread_t;
 
 static void mb_run_kernel(mb_thread_t *t)
@@ -94,16 +94,16 @@ static double mb_pass(mb_thread_t *th, int nt, int k, pthread_barrier_t *bar)
 int main(int argc, char **argv)
 {
     long tmax = 2, mib = 128, reps = 7;
-    int c;
+    int  c;
     while ((c = getopt(argc, argv, "t:m:r:h")) != -1) {
         char *end = NULL;
-        long v = optarg ? strtol(optarg, &end, 10) : 0;
+        long  v   = optarg ? strtol(optarg, &end, 10) : 0;
         if (c == 'h') {
             printf("usage: %s [-t THREADS (2)] [-m MIB_PER_ARRAY (128)] [-r REPS (7)]\n", argv[0]);
             return 0;
         }
-        if (c == '?' || end == optarg || *end != '\0' || v < 1 ||
-            (c == 't' && v > 64) || (c == 'm' && v > 65536) || v > 1000000) {
+        if (c == '?' || end == optarg || *end != '\0' || v < 1 || (c == 't' && v > 64) ||
+            (c == 'm' && v > 65536) || v > 1000000) {
             fprintf(stderr, "membw: bad option (-t 1..64, -m 1..65536, -r >= 1)\n");
             return 2;
         }
@@ -118,7 +118,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "membw: unexpected argument %s\n", argv[optind]);
         return 2;
     }
-    size_t n = (size_t)mib * 1024 * 1024 / sizeof(double);
+    size_t      n = (size_t)mib * 1024 * 1024 / sizeof(double);
     mb_thread_t th[64];
     memset(th, 0, sizeof(th));
     for (long i = 0; i < tmax; i++) {

@@ -43,7 +43,7 @@ int main(int argc, char **argv)
     memset(a, 0, maxb + 64);
     memset(b, 0, maxb + 64);
     for (size_t bytes = minb; bytes <= maxb; bytes *= 2) {
-        size_t cnt = bytes / sizeof(float); /* elements of the counted buffer */
+        size_t cnt  = bytes / sizeof(float); /* elements of the counted buffer */
         int    part = (int)(cnt / (size_t)n);
         if (coll != 0 && part == 0)
             continue;
