@@ -71,6 +71,8 @@ static void cb_usage(FILE *f, const char *prog)
             "  -T, --timeout SEC        COLL_TIMEOUT for this run\n"
             "  -A, --algo NAME          COLL_ALGO for this run, e.g. ring\n"
             "      --csv FILE           also write the results as CSV\n"
+            "      --bound GBPS         add %%bound: time of the memory-bandwidth bound (GBPS =\n"
+            "                           bench/membw copy GB/s, all threads) over measured time\n"
             "  -J, --json FILE          also write the results as JSON\n"
             "  -t 1, -g 1               accepted: one rank per process;  -h, --help  this help\n",
             prog);
@@ -127,6 +129,7 @@ static const struct option cb_longopts[] = {{"coll", required_argument, NULL, 'C
                                             {"timeout", required_argument, NULL, 'T'},
                                             {"algo", required_argument, NULL, 'A'},
                                             {"csv", required_argument, NULL, 'S'},
+                                            {"bound", required_argument, NULL, 'B'},
                                             {"json", required_argument, NULL, 'J'},
                                             {"output_file", required_argument, NULL, 'J'},
                                             {"nthreads", required_argument, NULL, 't'},
@@ -179,6 +182,11 @@ static int cb_parse_other(cb_opts_t *o, int c, const char *arg)
     case 'J':
         o->json = arg;
         return 0;
+    case 'B': {
+        char *end    = NULL;
+        o->bound_gbs = strtod(arg, &end);
+        return end == arg || *end != '\0' || !(o->bound_gbs > 0.0 && o->bound_gbs < 1e6);
+    }
     case 'M':
         o->cuda = strcmp(arg, "cuda") == 0;
         return !o->cuda && strcmp(arg, "host") != 0;
@@ -406,7 +414,7 @@ static void cb_print_header(cb_ctx_t *x)
     }
     cb_print_ranks(x);
     if (x->rank == 0) {
-        cb_out_columns();
+        cb_out_columns(&x->o);
     }
 }
 

@@ -135,6 +135,7 @@ typedef struct {
     int              dtype, op, root;               /* -d -o -r; -1 means all */
     const char      *algo, *csv, *json;             /* -A --csv -J, or NULL */
     int              cuda;                          /* -M cuda: buffers in device memory */
+    double           bound_gbs; /* --bound GB/s: print % of the memory-bandwidth bound; 0 off */
 } cb_opts_t;
 
 /* ---- collbench_cuda.c: device buffers (--memory cuda); stubs without CUDA ---- */
@@ -175,7 +176,7 @@ int cb_out_open(cb_out_t *w, const cb_opts_t *o, int nranks, int argc, char **ar
 /* Header lines up to "# Using devices", one line per rank, then the column headers. */
 void cb_out_header(const cb_opts_t *o, int library_version);
 void cb_out_rank(int rank, int pid, const char *host, const char *memory);
-void cb_out_columns(void);
+void cb_out_columns(const cb_opts_t *o);
 /* A result line: its first columns, each half as it is measured, then the end (which also
  * writes the CSV row and the JSON object). */
 void cb_out_line_begin(const cb_out_t *w, size_t bytes, const cb_test_t *t);

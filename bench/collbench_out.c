@@ -144,17 +144,34 @@ void cb_out_rank(int rank, int pid, const char *host, const char *memory)
     printf("#  Rank %2d Group %2d Pid %6d on %10s %s\n", rank, 0, pid, host, memory);
 }
 
-void cb_out_columns(void)
+/*
+ * Bytes the host's memory must move at the least for one call of S bytes on n ranks, over S:
+ * every input byte read once and every output byte written once. All-reduce and all-to-all:
+ * n inputs and n outputs of S (2n); reduce-scatter and reduce: n inputs of S, outputs S in all
+ * (n + 1); all-gather and broadcast: S of input, n outputs of S (n + 1).
+ */
+static double cb_bound_factor(const cb_coll_t *coll, int n)
 {
+    if (strcmp(coll->name, "allreduce") == 0 || strcmp(coll->name, "alltoall") == 0) {
+        return 2.0 * n;
+    }
+    return n + 1.0;
+}
+
+void cb_out_columns(const cb_opts_t *o)
+{
+    const char *b1 = o->bound_gbs > 0.0 ? "  %bound" : "";
+    const char *b2 = o->bound_gbs > 0.0 ? "  (oop)" : "";
+
     printf("#\n# %10s  %12s  %8s  %6s  %6s           out-of-place                       "
            "in-place          \n",
            "", "", "", "", "");
     printf("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s %*s\n", "size",
            "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw",
-           "busbw", "#wrong", 0, "");
+           "busbw", "#wrong", (int)strlen(b1), b1);
     printf("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s %*s\n", "(B)",
            "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "",
-           0, "");
+           (int)strlen(b2), b2);
     fflush(stdout);
 }
 
@@ -187,6 +204,12 @@ void cb_out_line_end(cb_out_t *w, size_t bytes, const cb_test_t *t, const cb_hal
     const char *op   = cb_redop_col(w->o->coll, t->op);
     int         i;
 
+    if (w->o->bound_gbs > 0.0) { /* bound time / measured time = factor * S / B / (S / algbw) */
+        char pct[7];
+        cb_fmt(100.0 * cb_bound_factor(w->o->coll, w->nranks) * h[0].algbw / w->o->bound_gbs, 6,
+               pct);
+        printf("  %7s", pct);
+    }
     printf("\n");
     fflush(stdout);
     if (w->csv != NULL) {

@@ -51,3 +51,10 @@ noinst_PROGRAMS += bench/compress_bench
 bench_compress_bench_SOURCES = bench/compress_bench.c bench/bench_time.h
 bench_compress_bench_LDADD = libcoll.la
 EXTRA_DIST += bench/compress_bench.sh
+# Memory bandwidth (read, write, copy, add; 1..T threads): the ceiling collectives are held to.
+noinst_PROGRAMS += bench/membw
+bench_membw_SOURCES = bench/membw.c bench/bench_time.h
+bench_membw_LDADD = -lpthread
+# bench/compare: the harnesses it builds against Open MPI, MPICH, Gloo and torch, and its tables.
+EXTRA_DIST += bench/compare bench/compare.d/mpi.c bench/compare.d/gloo.cc \
+    bench/compare.d/torch_gloo.py bench/compare.d/summary.py

@@ -142,3 +142,6 @@ dist_check_SCRIPTS += tests/ctrain/test_ctrain_parity.sh tests/ctrain/test_ctrai
 TESTS += tests/ctrain/test_ctrain_parity.sh tests/ctrain/test_ctrain_ranks.sh \
     tests/ctrain/test_ctrain_ckpt.sh
 EXTRA_DIST += tests/ctrain/torch_ref.py tests/ctrain/moby_dick_200k.txt
+# bench/membw, collbench --bound and bench/compare's option checks.
+dist_check_SCRIPTS += tests/tools/test_bench_bound.sh
+TESTS += tests/tools/test_bench_bound.sh

@@ -1,0 +1,80 @@
+# SPDX-License-Identifier: MIT
+# bench/compare.d/summary.py -- bench/compare's tables: from the raw lines
+# "round tool coll nranks bytes time_us", the median time per (tool, collective, ranks, size),
+# busbw as collbench computes it, the ratio libcoll / best peer per size, a medians CSV and a
+# gnuplot PNG of busbw against size per collective.
+# Run: /usr/bin/python3 summary.py RAWFILE OUTDIR
+import os
+import statistics
+import subprocess
+import sys
+
+ORDER = ["libcoll", "ompi", "mpich", "gloo", "torch"]
+
+
+def bus_factor(coll, n):
+    return 2.0 * (n - 1) / n if coll == "allreduce" else (n - 1.0) / n
+
+
+def main(raw, out):
+    samples = {}
+    with open(raw) as f:
+        for line in f:
+            p = line.split()
+            if len(p) != 6:
+                continue
+            samples.setdefault((p[2], int(p[3]), int(p[4]), p[1]), []).append(float(p[5]))
+    if not samples:
+        sys.stderr.write("summary: no results in %s\n" % raw)
+        return 1
+    med = {k: statistics.median(v) for k, v in samples.items()}
+    with open(os.path.join(out, "medians.csv"), "a") as f:
+        for (c, n, b, t), v in sorted(med.items()):
+            f.write("%s,%d,%d,%s,%d,%.3f,%.4f\n" % (c, n, b, t, len(samples[(c, n, b, t)]), v,
+                                                   b / v / 1e3 * bus_factor(c, n) if v > 0 else 0))
+    for coll, n in sorted({(k[0], k[1]) for k in med}):
+        tools = [t for t in ORDER if any(k[0] == coll and k[1] == n and k[3] == t for k in med)]
+        sizes = sorted({k[2] for k in med if k[0] == coll and k[1] == n})
+        print("\n## %s, %d ranks, float sum: median time (us) of interleaved rounds, busbw GB/s"
+              % (coll, n))
+        print("| size (B) | " + " | ".join("%s us | %s GB/s" % (t, t) for t in tools) +
+              " | best peer | libcoll / best peer |")
+        print("|---:|" + "---:|" * (2 * len(tools) + 2))
+        dat = os.path.join(out, "%s_n%d.dat" % (coll, n))
+        with open(dat, "w") as d:
+            d.write("# size " + " ".join(tools) + "  (busbw GB/s, NaN where not run)\n")
+            for b in sizes:
+                row, bus = [], []
+                for t in tools:
+                    v = med.get((coll, n, b, t))
+                    bw = b / v / 1e3 * bus_factor(coll, n) if v else float("nan")
+                    bus.append(bw)
+                    row.append("%.1f | %.3g" % (v, bw) if v else "- | -")
+                peers = [(med[(coll, n, b, t)], t) for t in tools[1:] if (coll, n, b, t) in med]
+                lib = med.get((coll, n, b, "libcoll"))
+                if peers and lib:
+                    best = min(peers)
+                    ratio = "%s | %.2f" % (best[1], best[0] / lib)
+                else:
+                    ratio = "- | -"
+                print("| %d | %s | %s |" % (b, " | ".join(row), ratio))
+                d.write("%d %s\n" % (b, " ".join("%.6g" % x for x in bus)))
+        png = os.path.join(out, "%s_n%d.png" % (coll, n))
+        plots = ", ".join("'%s' using 1:%d with linespoints title '%s'" % (dat, i + 2, t)
+                          for i, t in enumerate(tools))
+        script = ("set terminal png size 900,600; set output '%s'; set logscale x 2; "
+                  "set logscale y; set xlabel 'size (B)'; set ylabel 'busbw (GB/s)'; "
+                  "set key left top; set title '%s, %d ranks, float sum (medians)'; plot %s"
+                  % (png, coll, n, plots))
+        try:
+            subprocess.run(["gnuplot", "-e", script], check=True)
+        except (OSError, subprocess.CalledProcessError) as e:
+            sys.stderr.write("summary: no plot (%s)\n" % e)
+    return 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3:
+        sys.stderr.write("usage: summary.py RAWFILE OUTDIR\n")
+        sys.exit(2)
+    sys.exit(main(sys.argv[1], sys.argv[2]))

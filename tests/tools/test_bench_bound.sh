@@ -1,0 +1,50 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# bench/membw prints a positive bandwidth for each kernel and thread count and refuses bad
+# options; collbench --bound adds a %bound column equal to 100 * 2n * algbw / GBPS for an
+# all-reduce and (n + 1) * algbw for an all-gather, and refuses a bad GBPS; bench/compare
+# refuses bad options with exit 2. Exit status: 0 pass, 1 fail, 99 not built.
+set -u
+top_builddir=${top_builddir:-.}
+srcdir=${srcdir:-.}
+for p in bench/membw collbench collrun; do
+    [ -x "$top_builddir/$p" ] || { echo "test_bench_bound: $p not built" >&2; exit 99; }
+done
+tmp=$(mktemp -d /tmp/bench_bound.XXXXXX) || exit 99
+trap 'rm -rf "$tmp"' EXIT INT TERM
+pass=0 fail=0
+ok() { pass=$((pass + 1)); echo "PASS: $*"; }
+bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+
+if "$top_builddir/bench/membw" -t 2 -m 4 -r 1 >"$tmp/m" 2>&1 &&
+    [ "$(awk '$3 > 0 && ($2 == 1 || $2 == 2)' "$tmp/m" | grep -c -E '^(read|write|copy|add) ')" = 8 ]
+then ok "membw: 4 kernels x 2 thread counts, positive GB/s"; else bad "membw output"; cat "$tmp/m"; fi
+for a in "-t 0" "-m x" "-r -1" "extra"; do
+    # shellcheck disable=SC2086
+    "$top_builddir/bench/membw" $a >/dev/null 2>"$tmp/e"
+    if [ $? = 2 ] && grep -q membw "$tmp/e"; then ok "membw refuses $a"; else bad "membw $a"; fi
+done
+
+check_bound() { # coll factor
+    "$top_builddir/collrun" -n 2 "$top_builddir/collbench" -C "$1" -b 1M -e 1M -n 2 -w 1 \
+        --bound 7.5 >"$tmp/c" 2>&1 || { bad "collbench -C $1 --bound failed"; cat "$tmp/c"; return; }
+    if grep -q '%bound' "$tmp/c" &&
+        awk -v f="$2" '$1 == 1048576 { want = 100 * f * $7 / 7.5; got = $NF; n++
+                 if (got < want * 0.97 - 0.1 || got > want * 1.03 + 0.1) exit 1 }
+                 END { exit n != 1 }' "$tmp/c"
+    then ok "collbench -C $1 --bound: %bound = 100 * $2 * algbw / 7.5"
+    else bad "collbench -C $1 %bound column"; cat "$tmp/c"; fi
+}
+check_bound allreduce 4
+check_bound allgather 3
+for v in 0 -1 x 1e9; do
+    if "$top_builddir/collbench" --bound "$v" >/dev/null 2>&1; then bad "collbench --bound $v accepted"
+    else ok "collbench refuses --bound $v"; fi
+done
+for a in "-n x" "-r 0" "-C bogus" "-z"; do
+    # shellcheck disable=SC2086
+    (cd "$top_builddir" && sh "$srcdir/bench/compare" $a >/dev/null 2>"$tmp/e")
+    if [ $? = 2 ] && grep -q 'bench/compare' "$tmp/e"; then ok "compare refuses $a"; else bad "compare $a"; fi
+done
+echo "test_bench_bound: $pass passed, $fail failed"
+[ "$fail" = 0 ]
