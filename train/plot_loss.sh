@@ -13,7 +13,7 @@ for f in "$@"; do
     plots="$plots${plots:+, }'$f' using 1:2 with lines title '$t train', '$f' using 1:(\$3 == \$3 ? \$3 : 1/0) with points pt 7 title '$t val'"
 done
 gnuplot <<GP
-set terminal pngcairo size 900,540
+set terminal pngcairo size 900,540 noenhanced
 set output '$out'
 set datafile separator ','
 set key top right
