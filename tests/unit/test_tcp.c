@@ -6,6 +6,8 @@
  * stray clients during setup (garbage, silence, a wrong job secret, a replayed response), a
  * corrupt frame, mismatched COLL_TCP_NSOCKS, setup timeouts, a
  * peer killed mid-frame, block/wake, interface choice. Expected log lines are checked in a file.
+ * One program on purpose (over the usual size): every scenario shares the file-based handle
+ * exchange, the rank runner and the log check, and each rank function sits beside its checks.
  */
 #include "tcp/tcp.h"
 #include <arpa/inet.h>

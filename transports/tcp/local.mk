@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 # TCP transport: context and ops table, framed data path, connection setup, interface choice.
 COLL_LIB_SOURCES += transports/tcp/tcp.h transports/tcp/tcp.c transports/tcp/tcp_ep.c \
-    transports/tcp/tcp_conn.c transports/tcp/tcp_ifaddr.c
+    transports/tcp/tcp_conn.c transports/tcp/tcp_wire.c transports/tcp/tcp_ifaddr.c
 
 check_PROGRAMS += tests/unit/test_tcp
 tests_unit_test_tcp_SOURCES = tests/unit/test_tcp.c

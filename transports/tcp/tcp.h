@@ -242,6 +242,8 @@ typedef struct coll_tcp_ctx {
  * be accepted, else why (written into why). */
 const char *coll_tcp_hello_check(const coll_tcp_ctx_t *ctx, const coll_tcp_hello_t *h, char *why,
                                  size_t size);
+/* This rank's listening address as a handle (coll_tcp_handle_t bytes). */
+void coll_tcp_handle_pack(const coll_tcp_addr_t *a, uint8_t *buf);
 /* A peer's listen handle (from the bootstrap) into a socket address. */
 coll_result_t coll_tcp_handle_unpack(const uint8_t *buf, int rank, struct sockaddr_storage *ss,
                                      socklen_t *len_p);
