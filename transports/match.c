@@ -319,6 +319,23 @@ coll_result_t coll_tp_match_deliver(coll_tp_match_t *m, uint64_t tag, size_t tot
     return match_buffer(m, tag, total, off, data, n);
 }
 
+coll_result_t coll_tp_match_take(coll_tp_match_t *m, uint64_t tag, size_t total,
+                                 coll_tp_op_t **op_p)
+{
+    coll_tp_op_t *prev = NULL;
+
+    *op_p = NULL;
+    for (coll_tp_op_t *op = m->posted_head; op != NULL; prev = op, op = op->next) {
+        if (op->tag == tag) {
+            COLL_CHECK(match_check_len(m, op, total));
+            match_unlink_posted(m, prev, op);
+            *op_p = op;
+            return COLL_OK;
+        }
+    }
+    return COLL_OK;
+}
+
 coll_tp_op_t *coll_tp_match_lookup_copy(coll_tp_match_t *m, uint64_t tag, size_t total)
 {
     for (coll_tp_op_t *op = m->posted_head; op != NULL; op = op->next) {

@@ -51,6 +51,12 @@ coll_result_t coll_tp_match_deliver(coll_tp_match_t *m, uint64_t tag, size_t tot
 coll_tp_op_t *coll_tp_match_lookup_copy(coll_tp_match_t *m, uint64_t tag, size_t total);
 coll_result_t coll_tp_match_account(coll_tp_match_t *m, coll_tp_op_t *op, size_t n);
 
+/* Single-copy transports: unlink and return (*op_p) the posted receive for tag, copy or
+ * reducing, to fill it by other means; NULL when none is posted. Error when its length is not
+ * total. The caller completes it. */
+coll_result_t coll_tp_match_take(coll_tp_match_t *m, uint64_t tag, size_t total,
+                                 coll_tp_op_t **op_p);
+
 /* Is anything posted (a receive waiting for data)? */
 static inline int coll_tp_match_busy(const coll_tp_match_t *m)
 {

@@ -403,9 +403,16 @@ static int mp_run(mp_matrix_t *m, int a, int l, int n, int keep_rph)
     } else if (!keep_rph) {
         unsetenv("COLL_TEST_RANKS_PER_HOST");
     }
-    /* shm, 4 ranks: a window smaller than the larger sizes, whose all-reduces fall back */
+    /* shm, 4 ranks: a window smaller than the larger sizes, whose all-reduces fall back; odd
+     * rank counts send every message single-copy (RTS/FIN, process_vm_readv), even ones only
+     * those of at least the default COLL_SHM_CMA_MIN, so both paths carry the whole matrix */
     if (strcmp(lay->transport, "shm") == 0) {
         setenv("COLL_SHM_WINDOW_SIZE", n == 4 ? "4k" : "1m", 1);
+        if (n % 2 == 1) {
+            setenv("COLL_SHM_CMA_MIN", "1", 1);
+        } else {
+            unsetenv("COLL_SHM_CMA_MIN");
+        }
     }
     coll_test_opts_t o = {
         .nranks = n, .want_comm = 1, .timeout_s = 300, .transport = lay->transport};

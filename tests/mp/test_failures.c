@@ -198,8 +198,12 @@ int main(void)
             coll_test_opts_t o = {
                 .nranks = 4, .want_comm = 1, .timeout_s = 120, .victim = victim + 1};
             kill_args_t ka = {.victim = victim, .count = 16u << 20, .at = 2}; /* 64 MiB */
-            failed += run(victim == 0 ? "kill -9 of rank 0 (root)" : "kill -9 of rank 2", tps[t], o,
-                          kill_rank, &ka);
+            /* rank 2 dies with single-copy sends and reads in flight (shm RTS/FIN) */
+            setenv("COLL_SHM_CMA_MIN", victim == 2 ? "1" : "0", 1);
+            failed += run(victim == 0 ? "kill -9 of rank 0 (root)"
+                                      : "kill -9 of rank 2 (shm: single-copy messages)",
+                          tps[t], o, kill_rank, &ka);
+            unsetenv("COLL_SHM_CMA_MIN");
             total++;
         }
         /* shared windows: 256 KiB calls fit them; the victim dies between two calls, so the

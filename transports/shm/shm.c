@@ -20,6 +20,9 @@
 
 extern const coll_transport_ops_t coll_tp_shm_ops;
 
+static char shm_rndv_mark; /* op->tp_priv of a send that goes single-copy */
+#define SHM_OP_RNDV ((void *)&shm_rndv_mark)
+
 /* ---- context ---- */
 
 static uint64_t shm_ring_size_param(void)
@@ -66,6 +69,7 @@ static coll_result_t shm_init(const coll_tp_init_args_t *args, coll_tp_ctx_t **c
     ctx->ring_size    = shm_ring_size_param();
     ctx->win_size     = shm_win_size_param(ctx->nlocal == ctx->nranks && ctx->nranks > 1);
     ctx->live_check_s = SHM_LIVE_CHECK_S;
+    ctx->cma_min      = coll_param_size(COLL_P_SHM_CMA_MIN);
     ctx->bell         = &ctx->private_bell;
     ctx->seg.fd       = -1;
     if (shm_win_init(ctx) != COLL_OK) {
@@ -139,6 +143,7 @@ static void shm_ep_fail(shm_ep_t *ep, coll_result_t status)
         op->done(op->arg, status);
         op = next;
     }
+    shm_cma_fail(ep, status);
     coll_tp_match_fini(&ep->match, status);
 }
 
@@ -156,6 +161,7 @@ static void shm_ep_free(shm_ep_t *ep)
     }
     shm_ep_fail(ep, COLL_ERR_ABORTED);
     shm_seg_close(&ep->peer_seg);
+    coll_free(ep->fin);
     coll_free(ep);
 }
 
@@ -190,6 +196,7 @@ static coll_result_t shm_ep_create(coll_tp_ctx_t *ctx, int peer, const void *han
                   peer);
     ep->win          = shm_seg_win(&ep->peer_seg);
     ep->win_size     = h.win_size;
+    ep->peer_pid     = h.pid;
     ctx->ep_of[peer] = ep;
     *ep_p            = ep;
     return COLL_OK;
@@ -215,6 +222,7 @@ static coll_result_t shm_connect_all(coll_tp_ctx_t *ctx, const int *peers, int n
         COLL_CHECK_GOTO(shm_ep_create(ctx, p, (p >= 0 && p < ctx->nranks) ? handles[p] : NULL, &ep),
                         st, err);
         eps_p[i] = &ep->base;
+        shm_cma_probe(ctx, ep);
     }
     shm_win_connect(ctx, handles);
     coll_debug(SHM, "rank %d connected to %d local peers (rings of %" PRIu64 " bytes)", ctx->rank,
@@ -251,21 +259,31 @@ static void shm_finalize(coll_tp_ctx_t *ctx)
         shm_seg_close(&ctx->seg);
     }
     shm_win_fini(ctx);
+    shm_cma_fini(ctx);
     coll_free(ctx->lidx);
     coll_free(ctx);
 }
 
 /* ---- data path ---- */
 
-/* Push queued sends in order; completes each op once all its bytes are in the ring. */
+/* Push FIN frames, then queued sends in order; completes each op once all its bytes are in the
+ * ring, or (single-copy) parks it until the peer's FIN. */
 static int shm_ep_push(shm_ep_t *ep)
 {
-    int frames = 0;
+    int frames = shm_cma_push_fins(ep);
 
-    while (ep->sendq_head != NULL) {
+    while (ep->sendq_head != NULL || ep->nfin > 0) {
         coll_tp_op_t *op = ep->sendq_head;
         int           complete;
-        frames += shm_ring_push(&ep->tx, op, &ep->tx_started, &complete);
+        if (ep->nfin > 0) {
+            complete = 0; /* the ring is full: FINs go first */
+        } else if (op->tp_priv == SHM_OP_RNDV) {
+            complete = shm_ring_push_ctl(&ep->tx, SHM_RTS_MAGIC, op->tag, op->len,
+                                         (uint64_t)(uintptr_t)op->buf);
+            frames += complete;
+        } else {
+            frames += shm_ring_push(&ep->tx, op, &ep->tx_started, &complete);
+        }
         if (!complete) {
             if (!ep->want_space) { /* ask for a doorbell, then look once more (shm_ring.c) */
                 shm_ring_set_want_space(&ep->tx, 1);
@@ -280,10 +298,19 @@ static int shm_ep_push(shm_ep_t *ep)
             ep->sendq_tail = NULL;
         }
         ep->tx_started = 0;
-        op->next       = NULL;
+        if (op->tp_priv == SHM_OP_RNDV) { /* appended: a FIN completes the oldest of its tag */
+            coll_tp_op_t **pp = &ep->rndv_head;
+            while (*pp != NULL) {
+                pp = &(*pp)->next;
+            }
+            op->next = NULL;
+            *pp      = op;
+            continue;
+        }
+        op->next = NULL;
         op->done(op->arg, COLL_OK);
     }
-    if (ep->sendq_head == NULL && ep->want_space) {
+    if (ep->sendq_head == NULL && ep->nfin == 0 && ep->want_space) {
         shm_ring_set_want_space(&ep->tx, 0);
         ep->want_space = 0;
     }
@@ -305,10 +332,13 @@ static int shm_ep_drain(shm_ep_t *ep)
         if (st == COLL_AGAIN) {
             break;
         }
-        if (st == COLL_OK) {
+        if (st == COLL_OK && f.magic == SHM_FRAME_MAGIC) {
             st = coll_tp_match_deliver(&ep->match, f.tag, (size_t)f.total, (size_t)f.offset,
                                        payload, f.len);
-            shm_ring_consume(&ep->rx, &f);
+            shm_ring_consume(&ep->rx, &f); /* after the copy: the producer reuses the space */
+        } else if (st == COLL_OK) {
+            shm_ring_consume(&ep->rx, &f); /* RTS, FIN: f is a private copy */
+            st = f.magic == SHM_RTS_MAGIC ? shm_cma_on_rts(ep, &f) : shm_cma_on_fin(ep, &f);
         }
         if (st < 0) {
             shm_ep_fail(ep, st);
@@ -327,8 +357,9 @@ static int shm_ep_drain(shm_ep_t *ep)
 /* Work that needs the peer alive: queued sends, posted receives, a window poll of the last pass. */
 static int shm_ep_pending(const shm_ep_t *ep)
 {
-    return ep->status == COLL_OK && (ep->sendq_head != NULL || coll_tp_match_busy(&ep->match) ||
-                                     ep->ctx->win_armed[ep->base.peer] != 0);
+    return ep->status == COLL_OK &&
+           (ep->sendq_head != NULL || ep->rndv_head != NULL || coll_tp_match_busy(&ep->match) ||
+            ep->ctx->win_armed[ep->base.peer] != 0);
 }
 
 /* A peer that exited (its segment lock is gone) fails the endpoint, unless it left data. */
@@ -343,6 +374,7 @@ static int shm_check_peers(coll_tp_ctx_t *ctx)
         coll_error(SHM, "rank %d (pid %d) exited while rank %d still %s", ep->base.peer,
                    (int)ep->peer_seg.hdr->pid, ctx->rank,
                    ep->sendq_head != NULL                ? "sends to it"
+                   : ep->rndv_head != NULL               ? "waits for it to read a message"
                    : coll_tp_match_busy(&ep->match) != 0 ? "expects data from it"
                                                          : "waits on its window");
         shm_ep_fail(ep, COLL_ERR_REMOTE);
@@ -360,7 +392,7 @@ static int shm_progress(coll_tp_ctx_t *ctx)
             continue;
         }
         moved |= shm_ep_drain(ep);
-        if (ep->status == COLL_OK && ep->sendq_head != NULL) {
+        if (ep->status == COLL_OK && (ep->sendq_head != NULL || ep->nfin > 0)) {
             moved |= shm_ep_push(ep) > 0;
         }
         pending |= shm_ep_pending(ep);
@@ -388,8 +420,9 @@ static coll_result_t shm_isend(coll_tp_ep_t *base, coll_tp_op_t *op)
         op->done(op->arg, ep->status);
         return COLL_OK;
     }
-    op->bytes = 0;
-    op->next  = NULL;
+    op->bytes   = 0;
+    op->next    = NULL;
+    op->tp_priv = shm_cma_wanted(ep, op) ? SHM_OP_RNDV : NULL;
     if (ep->sendq_tail == NULL) {
         ep->sendq_head = op;
     } else {
@@ -421,6 +454,21 @@ static coll_result_t shm_irecv(coll_tp_ep_t *base, coll_tp_op_t *op)
         op->done(op->arg, ep->status);
         return COLL_OK;
     }
+    if (ep->rts_head != NULL) {
+        int           taken;
+        coll_result_t st = shm_cma_post(ep, op, &taken);
+        if (st < 0 && !taken) {
+            return st;
+        }
+        if (taken) { /* done() ran; a failed read closes the endpoint */
+            if (st < 0) {
+                shm_ep_fail(ep, st);
+            } else {
+                shm_ep_push(ep); /* the FIN now: block() would not see it queued */
+            }
+            return COLL_OK;
+        }
+    }
     return coll_tp_match_post(&ep->match, op);
 }
 
@@ -435,8 +483,8 @@ static int shm_has_work(coll_tp_ctx_t *ctx, int *pending_p)
         if (ep->status != COLL_OK) {
             continue;
         }
-        if (shm_ring_nonempty(&ep->rx) ||
-            (ep->sendq_head != NULL && shm_ring_has_space(&ep->tx, ep->stall_tail))) {
+        if (shm_ring_nonempty(&ep->rx) || ((ep->sendq_head != NULL || ep->nfin > 0) &&
+                                           shm_ring_has_space(&ep->tx, ep->stall_tail))) {
             return 1;
         }
         *pending_p |= shm_ep_pending(ep);

@@ -24,10 +24,13 @@ _Static_assert(ATOMIC_LLONG_LOCK_FREE == 2, "shm transport needs lock-free 64-bi
 _Static_assert(ATOMIC_INT_LOCK_FREE == 2, "shm transport needs lock-free 32-bit atomics");
 
 #define SHM_SEG_MAGIC      0x31306d68736c6f63ull /* "collshm01", little endian */
-#define SHM_SEG_VERSION    2u
+#define SHM_SEG_VERSION    3u
 #define SHM_HANDLE_MAGIC   0x53484d48u /* "HMHS" */
 #define SHM_FRAME_MAGIC    0x46524d46u /* data frame */
 #define SHM_PAD_MAGIC      0x50414450u /* skip to the end of the ring */
+#define SHM_RTS_MAGIC      0x53545452u /* single-copy: read len bytes at addr in my memory */
+#define SHM_FIN_MAGIC      0x4e494652u /* single-copy: your message tag has been read */
+#define SHM_CMA_BOUNCE     ((uint64_t)256 << 10) /* reducing reads go through this much */
 #define SHM_NAME_MAX       48
 #define SHM_HDR_SIZE       4096u /* segment header page */
 #define SHM_RING_CTRL_SIZE 4096u /* head/tail page in front of each ring */
@@ -61,6 +64,7 @@ typedef struct shm_seg_hdr {
     int32_t  rank;      /* owner */
     int32_t  pid;       /* owner, for messages */
     uint32_t live_lock; /* 1: the owner holds a write lock on the segment while alive */
+    uint64_t self_addr; /* where the owner maps this header: peers probe single-copy reads */
     _Alignas(64) shm_doorbell_t bell;
 } shm_seg_hdr_t;
 
@@ -69,6 +73,7 @@ typedef struct shm_ring_ctrl {
     _Alignas(64) _Atomic uint64_t head; /* producer: bytes published, monotonic */
     _Atomic uint32_t want_space;        /* producer: a send waits for the consumer */
     _Alignas(64) _Atomic uint64_t tail; /* consumer: bytes consumed, monotonic */
+    _Atomic uint32_t cma; /* consumer: 1 it can read the producer's memory (single-copy), 2 not */
 } shm_ring_ctrl_t;
 
 /* Header of every frame (SHM_FRAME_HDR bytes reserved); payload follows at +SHM_FRAME_HDR. */
@@ -77,7 +82,7 @@ typedef struct shm_frame {
     uint32_t len;   /* payload bytes in this frame */
     uint64_t tag;
     uint64_t total;  /* message length */
-    uint64_t offset; /* of this payload in the message */
+    uint64_t offset; /* of this payload in the message; RTS: the address of the message */
     uint64_t seqno;  /* frame number in the ring, checked by the consumer */
 } shm_frame_t;
 
@@ -131,6 +136,8 @@ typedef struct shm_ring {
     int              peer;  /* rank on the other side, for messages */
 } shm_ring_t;
 
+typedef struct shm_fin shm_fin_t;
+
 typedef struct shm_ep {
     coll_tp_ep_t        base; /* first: the core sees a coll_tp_ep_t */
     struct coll_tp_ctx *ctx;
@@ -145,8 +152,16 @@ typedef struct shm_ep {
     int                 want_space; /* we set tx.ctrl->want_space */
     coll_result_t       status;     /* COLL_OK, or why the endpoint failed */
     shm_win_ctrl_t     *win;        /* the peer's window control, NULL without windows */
-    uint64_t            win_size;   /* the peer's window half */
-    struct shm_ep      *next;       /* in ctx->eps */
+    /* single-copy (shm_cma.c) */
+    int             peer_pid;  /* from the peer's handle */
+    coll_tp_op_t   *rndv_head; /* sends announced by RTS, waiting for the peer's FIN */
+    struct shm_rts *rts_head;  /* RTS received before their receive was posted */
+    struct shm_fin {
+        uint64_t tag, total;
+    } * fin; /* FIN frames still to be written */
+    uint32_t       nfin, capfin;
+    uint64_t       win_size; /* the peer's window half */
+    struct shm_ep *next;     /* in ctx->eps */
 } shm_ep_t;
 
 struct coll_tp_ctx {
@@ -172,6 +187,9 @@ struct coll_tp_ctx {
     shm_ep_t      **ep_of;      /* nranks: endpoint of each rank (NULL: self, not shm) */
     uint64_t       *win_seen;   /* nranks: gen seen by the last unsuccessful poll of the rank */
     uint8_t        *win_armed;  /* nranks: such a poll happened since the last progress() */
+    /* single-copy (shm_cma.c) */
+    uint64_t cma_min;    /* sends of at least this many bytes go single-copy; 0: never */
+    char    *cma_bounce; /* SHM_CMA_BOUNCE bytes for reducing reads, allocated on first use */
 };
 
 /* ---- shm_seg.c ---- */
@@ -193,11 +211,26 @@ void         *shm_seg_win(const shm_seg_t *seg); /* window control block, NULL i
 int           shm_seg_owner_alive(const shm_seg_t *seg);
 int           shm_seg_probe(const char **why_p);
 
+/* ---- shm_cma.c: single-copy transfers (cross-memory attach) ---- */
+/* Can this rank read the peer's memory? Sets the consumer's verdict in the peer's ring to us. */
+void          shm_cma_probe(coll_tp_ctx_t *ctx, shm_ep_t *ep);
+int           shm_cma_wanted(const shm_ep_t *ep, const coll_tp_op_t *op);
+coll_result_t shm_cma_on_rts(shm_ep_t *ep, const shm_frame_t *f);
+coll_result_t shm_cma_on_fin(shm_ep_t *ep, const shm_frame_t *f);
+/* A receive is posted: if its RTS came already, read it now (*taken_p = 1). */
+coll_result_t shm_cma_post(shm_ep_t *ep, coll_tp_op_t *op, int *taken_p);
+/* Write pending FIN frames; returns frames written (the rest stay queued). */
+int  shm_cma_push_fins(shm_ep_t *ep);
+void shm_cma_fail(shm_ep_t *ep, coll_result_t status);
+void shm_cma_fini(coll_tp_ctx_t *ctx);
+
 /* ---- shm_ring.c ---- */
 void shm_ring_view(shm_ring_t *r, void *ring_base, uint64_t size, int peer);
 /* Producer: write frames of op (its bytes counter advances); returns frames published. */
 int shm_ring_push(shm_ring_t *r, coll_tp_op_t *op, int *started, int *complete_p);
 int shm_ring_has_space(shm_ring_t *r, uint64_t stall_tail);
+/* Producer: one frame without payload (RTS, FIN); 1 when written, 0 when the ring is full. */
+int shm_ring_push_ctl(shm_ring_t *r, uint32_t magic, uint64_t tag, uint64_t total, uint64_t addr);
 /* Consumer: next data frame (pads are skipped). COLL_OK with f and payload, COLL_AGAIN when
  * empty, COLL_ERR_TRANSPORT (logged) when the ring holds garbage. */
 coll_result_t shm_ring_peek(shm_ring_t *r, shm_frame_t *f, const void **payload_p);

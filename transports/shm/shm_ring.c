@@ -114,6 +114,24 @@ int shm_ring_push(shm_ring_t *r, coll_tp_op_t *op, int *started, int *complete_p
     return frames;
 }
 
+int shm_ring_push_ctl(shm_ring_t *r, uint32_t magic, uint64_t tag, uint64_t total, uint64_t addr)
+{
+    /* positions are 64-aligned, so a header always fits before the end of the ring */
+    if (ring_free(r, SHM_FRAME_HDR) < SHM_FRAME_HDR) {
+        return 0;
+    }
+    shm_frame_t f;
+    memset(&f, 0, sizeof(f));
+    f.magic  = magic;
+    f.tag    = tag;
+    f.total  = total;
+    f.offset = addr;
+    f.seqno  = r->seqno;
+    memcpy(r->data + (r->pos & (r->size - 1)), &f, sizeof(f));
+    ring_publish(r, SHM_FRAME_HDR);
+    return 1;
+}
+
 /* Has the consumer freed anything since the producer stalled at stall_tail? */
 int shm_ring_has_space(shm_ring_t *r, uint64_t stall_tail)
 {
@@ -186,11 +204,19 @@ coll_result_t shm_ring_peek(shm_ring_t *r, shm_frame_t *f, const void **payload_
             return ring_bad(r, off, "ring head out of range", avail);
         }
         memcpy(f, r->data + off, sizeof(*f));
-        if (f->magic != SHM_FRAME_MAGIC && f->magic != SHM_PAD_MAGIC) {
+        if (f->magic != SHM_FRAME_MAGIC && f->magic != SHM_PAD_MAGIC && f->magic != SHM_RTS_MAGIC &&
+            f->magic != SHM_FIN_MAGIC) {
             return ring_bad(r, off, "bad magic", f->magic);
         }
         if (f->seqno != r->seqno) {
             return ring_bad(r, off, "frame out of sequence", f->seqno);
+        }
+        if (f->magic == SHM_RTS_MAGIC || f->magic == SHM_FIN_MAGIC) {
+            if (f->len != 0 || f->total == 0 || f->total > SHM_TOTAL_MAX) {
+                return ring_bad(r, off, "bad single-copy frame", f->total);
+            }
+            *payload_p = NULL;
+            return COLL_OK;
         }
         if (f->magic == SHM_FRAME_MAGIC) {
             coll_result_t st = ring_check_data(r, f, off, avail);

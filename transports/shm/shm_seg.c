@@ -148,6 +148,7 @@ coll_result_t shm_seg_create(shm_seg_t *seg, const struct coll_tp_ctx *ctx, uint
     h->rank          = ctx->rank;
     h->pid           = (int32_t)getpid();
     h->live_lock     = (uint32_t)seg_lock(seg->fd);
+    h->self_addr     = (uint64_t)(uintptr_t)h;
     /* peers map it only after the handle went through the bootstrap (a full barrier) */
     atomic_thread_fence(memory_order_release);
     h->magic = SHM_SEG_MAGIC;
