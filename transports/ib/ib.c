@@ -196,12 +196,11 @@ static coll_result_t ib_cm_choose(coll_tp_ctx_t *ctx)
         rdmacm = false;
     }
     if (rdmacm) {
-        coll_result_t st = coll_ib_cm_open(ctx);
-        if (st == COLL_OK || strcmp(want, "rdmacm") == 0) {
+        bool          required = strcmp(want, "rdmacm") == 0;
+        coll_result_t st       = coll_ib_cm_open(ctx, required);
+        if (st == COLL_OK || required) {
             return st;
         }
-        coll_info(IB, "rank %d: rdma_cm does not work on %s: connecting without it", ctx->rank,
-                  ctx->devname);
     }
 #else
     if (strcmp(want, "rdmacm") == 0) {
@@ -292,16 +291,23 @@ err:
     return st;
 }
 
-/* An endpoint (and its QP slots, not yet created) for every peer. */
+/* An endpoint (and its QP slots, not yet created) for every peer, whose handles are checked
+ * first: a peer that connects another way fails here on both sides, not at the deadline. */
 coll_result_t coll_ib_eps_create(coll_tp_ctx_t *ctx, const int *peers, int npeers,
                                  const void *const *handles, coll_tp_ep_t **eps_p)
 {
     for (int i = 0; i < npeers; i++) {
-        int p = peers[i];
+        int                     p = peers[i];
+        coll_ib_handle_t        h;
+        struct sockaddr_storage ss;
         if (p < 0 || p >= ctx->nranks || p == ctx->rank || handles == NULL || handles[p] == NULL) {
             coll_error(IB, "connect_all: peer %d is invalid or has no handle", p);
             return COLL_ERR_INVALID_ARG;
         }
+        COLL_CHECK(coll_ib_handle_get(ctx, handles[p], p, &h, &ss));
+    }
+    for (int i = 0; i < npeers; i++) {
+        int           p  = peers[i];
         coll_ib_ep_t *ep = coll_calloc(1, sizeof(*ep), "ib endpoint");
         if (ep == NULL) {
             return COLL_ERR_NO_MEMORY;

@@ -153,7 +153,7 @@ coll_result_t coll_ib_handle_get(struct coll_tp_ctx *ctx, const void *handle, in
 /* ib_gid.c: the port's GID for RoCE v2 (or COLL_IB_GID_INDEX), its LID and MTU, into ctx */
 coll_result_t coll_ib_gid_choose(struct coll_tp_ctx *ctx);
 /* ib_cm.c: connections through librdmacm */
-coll_result_t coll_ib_cm_open(struct coll_tp_ctx *ctx);
+coll_result_t coll_ib_cm_open(struct coll_tp_ctx *ctx, int required);
 void          coll_ib_cm_close(struct coll_tp_ctx *ctx);
 coll_result_t coll_ib_cm_listen(struct coll_tp_ctx *ctx, void *handle, size_t *len_p);
 coll_result_t coll_ib_cm_connect_all(struct coll_tp_ctx *ctx, const int *peers, int npeers,

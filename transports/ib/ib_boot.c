@@ -262,12 +262,12 @@ static coll_result_t boot_serve(struct coll_tp_ctx *ctx, int fd, double deadline
     }
     COLL_CHECK(boot_ep_connect(ep, &theirs));
     ib_hello_t mine = boot_hello(ep);
-    ep->sock        = fd;
     if (coll_sock_send_all(fd, proof, sizeof(proof), deadline) != COLL_OK ||
         coll_sock_send_all(fd, &mine, sizeof(mine), deadline) != COLL_OK) {
         coll_error(IB, "rank %d: cannot answer rank %d's QP exchange", ctx->rank, from);
         return COLL_ERR_TRANSPORT;
     }
+    ep->sock = fd; /* the endpoint owns it from here */
     return COLL_OK;
 }
 
@@ -316,7 +316,7 @@ coll_result_t coll_ib_boot_connect_all(struct coll_tp_ctx *ctx, const int *peers
         int                     p = peers[i];
         coll_ib_handle_t        h;
         struct sockaddr_storage ss;
-        if (p > ctx->rank) {
+        if (p > ctx->rank) { /* handles[p] was checked by coll_ib_eps_create */
             COLL_CHECK(coll_ib_handle_get(ctx, handles[p], p, &h, &ss));
             COLL_CHECK(boot_connect(ctx, p, &ss, deadline));
         }

@@ -25,15 +25,17 @@
 
 #ifdef HAVE_RDMACM
 
-/* The event channel and a listening id on the device's IP address. */
-coll_result_t coll_ib_cm_open(struct coll_tp_ctx *ctx)
+/* The event channel and a listening id on the device's IP address. A failure is an error only
+ * when rdma_cm was asked for (required); COLL_IB_CM=auto then goes on without it. */
+coll_result_t coll_ib_cm_open(struct coll_tp_ctx *ctx, int required)
 {
     ctx->ech = rdma_create_event_channel();
     if (ctx->ech == NULL || rdma_create_id(ctx->ech, &ctx->listen_id, ctx, RDMA_PS_TCP) != 0 ||
         rdma_bind_addr(ctx->listen_id, (struct sockaddr *)&ctx->ipaddr) != 0 ||
         rdma_listen(ctx->listen_id, 128) != 0 || ctx->listen_id->verbs == NULL) {
-        coll_error(IB, "rank %d: cannot listen for RDMA connections on %s: %s", ctx->rank,
-                   ctx->devname, strerror(errno));
+        coll_log(required ? COLL_LOG_ERROR : COLL_LOG_INFO, IB,
+                 "rank %d: cannot listen for RDMA connections on %s: %s", ctx->rank, ctx->devname,
+                 strerror(errno));
         coll_ib_cm_close(ctx);
         return COLL_ERR_TRANSPORT;
     }
@@ -280,7 +282,7 @@ coll_result_t coll_ib_cm_connect_all(struct coll_tp_ctx *ctx, const int *peers, 
 
 #else /* no librdmacm: ib.c never picks these */
 
-coll_result_t coll_ib_cm_open(struct coll_tp_ctx *ctx)
+coll_result_t coll_ib_cm_open(struct coll_tp_ctx *ctx, int required)
 {
     return COLL_ERR_UNSUPPORTED;
 }

@@ -83,6 +83,21 @@ static int gid_auto(struct ibv_context *c, int port, int n)
     return best;
 }
 
+/* Logs why index want is no GID of the port (n entries): out of range or empty. */
+static coll_result_t gid_bad(struct coll_tp_ctx *ctx, int want, int n, const char *what)
+{
+    int used = 0;
+    for (int i = 0; i < n; i++) {
+        union ibv_gid g;
+        used += gid_read(ctx->verbs, ctx->port, i, &g) != GID_EMPTY;
+    }
+    coll_error(IB,
+               "rank %d: COLL_IB_GID_INDEX=%d is not a GID of device %s port %d: %s (the port "
+               "has %d GIDs in use in a table of %d; -1 chooses one)",
+               ctx->rank, want, ctx->devname, ctx->port, what, used, n);
+    return COLL_ERR_INVALID_ARG;
+}
+
 coll_result_t coll_ib_gid_choose(struct coll_tp_ctx *ctx)
 {
     struct ibv_port_attr pa;
@@ -97,19 +112,17 @@ coll_result_t coll_ib_gid_choose(struct coll_tp_ctx *ctx)
     ctx->mtu       = (uint8_t)pa.active_mtu;
     ctx->is_global = pa.link_layer == IBV_LINK_LAYER_ETHERNET;
     if (want < -1 || want >= n) {
-        coll_error(IB,
-                   "rank %d: COLL_IB_GID_INDEX=%d is out of range: device %s port %d has %d "
-                   "GIDs (0..%d; -1 chooses)",
-                   ctx->rank, want, ctx->devname, ctx->port, n, n - 1);
-        return COLL_ERR_INVALID_ARG;
+        return gid_bad(ctx, want, n, "out of range");
     }
     int i    = want >= 0 ? want : gid_auto(ctx->verbs, ctx->port, n);
     int type = gid_read(ctx->verbs, ctx->port, i, &ctx->gid);
-    if (type == GID_EMPTY && (want >= 0 || ctx->is_global)) {
-        coll_error(IB, "rank %d: GID %d of device %s port %d is empty (%s; the port has %d GIDs)",
-                   ctx->rank, i, ctx->devname, ctx->port,
-                   want >= 0 ? "COLL_IB_GID_INDEX" : "no usable GID found", n);
-        return COLL_ERR_INVALID_ARG;
+    if (type == GID_EMPTY && want >= 0) {
+        return gid_bad(ctx, want, n, "an empty entry");
+    }
+    if (type == GID_EMPTY && ctx->is_global) {
+        coll_error(IB, "rank %d: device %s port %d has no GID (RoCE needs one: an IP address?)",
+                   ctx->rank, ctx->devname, ctx->port);
+        return COLL_ERR_UNSUPPORTED;
     }
     char text[INET6_ADDRSTRLEN];
     inet_ntop(AF_INET6, ctx->gid.raw, text, sizeof(text));
