@@ -16,6 +16,7 @@
 #define COLL_TP_IB_H
 
 #include <infiniband/verbs.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #ifdef HAVE_RDMACM
 #include <rdma/rdma_cma.h>
