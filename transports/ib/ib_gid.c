@@ -71,7 +71,7 @@ static const char *gid_type_str(int type)
 static int gid_auto(struct ibv_context *c, int port, int n)
 {
     int best = 0, best_score = 1;
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < n && best_score < 3; i++) { /* tables can be long (rxe: 1024) */
         union ibv_gid g;
         int           type  = gid_read(c, port, i, &g);
         int           score = type != GID_ROCE_V2 ? 0 : gid_is_v4_mapped(&g) ? 3 : 2;
@@ -123,6 +123,13 @@ coll_result_t coll_ib_gid_choose(struct coll_tp_ctx *ctx)
         coll_error(IB, "rank %d: device %s port %d has no GID (RoCE needs one: an IP address?)",
                    ctx->rank, ctx->devname, ctx->port);
         return COLL_ERR_UNSUPPORTED;
+    }
+    if (i > UINT8_MAX && ctx->is_global) { /* ibv_global_route's sgid_index is 8 bits */
+        coll_error(IB,
+                   "rank %d: COLL_IB_GID_INDEX=%d: device %s port %d: an address vector takes "
+                   "GID indices 0..255 only",
+                   ctx->rank, i, ctx->devname, ctx->port);
+        return COLL_ERR_INVALID_ARG;
     }
     char text[INET6_ADDRSTRLEN];
     inet_ntop(AF_INET6, ctx->gid.raw, text, sizeof(text));
