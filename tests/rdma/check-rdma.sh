@@ -6,11 +6,13 @@
 # send/recv, and the failure tests (a killed rank reported by the survivors, an abort, a silent
 # rank, garbage on the bootstrap port), each with the QPs connected by rdma_cm and by the
 # bootstrap path (COLL_IB_CM), plus gid_error: a GID index the port does not have must stop
-# communicator creation with an error naming COLL_IB_GID_INDEX, the device and its GID count.
+# communicator creation with an error naming COLL_IB_GID_INDEX, the device and its GID count;
+# then (RDMA_TWO_NODE=1, the default) two VMs wired together run one rank each with either
+# connection manager (tests/rdma/two_node.sh), so packets cross between two GIDs.
 # Prints one line per run; exits 1 on a failure, 77 when the VM cannot be had here (qemu or
 # busybox missing, or the VM did not boot). RDMA_TESTS picks programs (NAME runs with every
 # COLL_IB_CM in RDMA_CMS, NAME@CM with that one); the emulated CPU makes the whole matrix take
-# about 30 minutes (see README).
+# 15 to 35 minutes, as loaded as the host is (see README).
 set -u
 top=$(pwd)
 src=$(cd "${srcdir:-$(dirname "$0")/../..}" && pwd)
@@ -65,6 +67,14 @@ bash "$src/tests/rdma/run-in-rxe-vm.sh" --timeout "${RDMA_TIMEOUT:-5400}" "$top"
     >"$work/vm.log" 2>&1
 vm=$?
 grep "check-rdma:\|^FAIL\|assert" "$work/vm.log"
+two=0
+if [ "${RDMA_TWO_NODE:-1}" = 1 ] && [ $vm != 125 ]; then
+    bash "$src/tests/rdma/run-in-rxe-vm.sh" --nodes 2 --smp 1 --timeout 900 "$top" \
+        "sh $src/tests/rdma/two_node.sh $work" >"$work/vm2.log" 2>&1
+    two=$?
+    grep "check-rdma:" "$work/vm2.log"
+    [ $two = 0 ] || grep -h "ERROR\|FAIL" "$work"/two_node-*.log | head -5
+fi
 echo "check-rdma: finished in $(($(date +%s) - start)) s"
 if [ $vm = 125 ]; then
     tail -5 "$work/vm.log"
@@ -73,6 +83,7 @@ if [ $vm = 125 ]; then
     exit 77
 fi
 ok=0
+[ $two = 0 ] || ok=1
 for t in $tests; do
     grep -qE "^[0-9]+ passed, 0 failed" "$work/$t.log" 2>/dev/null || ok=1
 done
