@@ -16,14 +16,14 @@ extern const coll_transport_ops_t coll_tp_tcp_ops;
 #ifdef HAVE_UCX
 extern const coll_transport_ops_t coll_tp_ucx_ops;
 #endif
-#if defined(HAVE_IBVERBS) && defined(HAVE_RDMACM)
+#ifdef HAVE_IBVERBS
 extern const coll_transport_ops_t coll_tp_ib_ops;
 #endif
 
 static const coll_transport_ops_t *const registry_table[] = {
     &coll_tp_shm_ops,
     &coll_tp_tcp_ops,
-#if defined(HAVE_IBVERBS) && defined(HAVE_RDMACM)
+#ifdef HAVE_IBVERBS
     &coll_tp_ib_ops,
 #endif
 #ifdef HAVE_UCX

@@ -4,15 +4,20 @@
 # kernel, emulated CPU: see tests/rdma/run-in-rxe-vm.sh) over this machine's root file system and
 # runs the multi-process correctness matrix over the ib transport inside it: every collective,
 # send/recv, and the failure tests (a killed rank reported by the survivors, an abort, a silent
-# rank, garbage on the bootstrap port). Prints one line per program; exits 1 on a failure, 77 when
-# the VM cannot be had here (qemu or busybox missing, or the VM did not boot). RDMA_TESTS picks
-# programs; the emulated CPU makes the whole matrix take about 17 minutes (see README).
+# rank, garbage on the bootstrap port), each with the QPs connected by rdma_cm and by the
+# bootstrap path (COLL_IB_CM), plus gid_error: a GID index the port does not have must stop
+# communicator creation with an error naming COLL_IB_GID_INDEX, the device and its GID count;
+# then (RDMA_TWO_NODE=1, the default) two VMs wired together run one rank each with either
+# connection manager (tests/rdma/two_node.sh), so packets cross between two GIDs.
+# Prints one line per run; exits 1 on a failure, 77 when the VM cannot be had here (qemu or
+# busybox missing, or the VM did not boot). RDMA_TESTS picks programs (NAME runs with every
+# COLL_IB_CM in RDMA_CMS, NAME@CM with that one); the emulated CPU makes the whole matrix take
+# 15 to 35 minutes, as loaded as the host is (see README).
 set -u
 top=$(pwd)
 src=$(cd "${srcdir:-$(dirname "$0")/../..}" && pwd)
-if ! grep -q "define HAVE_IBVERBS 1" "$top/config.h" 2>/dev/null ||
-    ! grep -q "define HAVE_RDMACM 1" "$top/config.h" 2>/dev/null; then
-    echo "check-rdma: libcoll was built without libibverbs/librdmacm (libibverbs-dev, librdmacm-dev)"
+if ! grep -q "define HAVE_IBVERBS 1" "$top/config.h" 2>/dev/null; then
+    echo "check-rdma: libcoll was built without libibverbs (libibverbs-dev)"
     exit 77
 fi
 for p in qemu-system-x86_64 busybox cpio; do
@@ -21,7 +26,18 @@ for p in qemu-system-x86_64 busybox cpio; do
         exit 77
     }
 done
-tests=${RDMA_TESTS:-"test_allreduce test_reduce_scatter test_allgather test_broadcast test_reduce test_alltoall test_p2p test_failures"}
+cms=${RDMA_CMS:-"rdmacm bootstrap"}
+grep -q "define HAVE_RDMACM 1" "$top/config.h" || cms=$(echo "$cms" | sed 's/rdmacm//')
+names=${RDMA_TESTS:-"test_allreduce test_reduce_scatter test_allgather test_broadcast test_reduce test_alltoall test_p2p test_failures gid_error"}
+tests=
+for t in $names; do
+    case $t in
+    gid_error) tests="$tests $t" ;;
+    *@rdmacm) case $cms in *rdmacm*) tests="$tests $t" ;; esac ;;
+    *@*) tests="$tests $t" ;;
+    *) for c in $cms; do tests="$tests $t@$c"; done ;;
+    esac
+done
 # The VM sees this machine's / read-only and its /tmp is its own: share the build tree itself
 # (read-write, at its own path) and keep the run's files in it.
 work=$top/rdma-run
@@ -33,12 +49,17 @@ ibv_devinfo -d rxe0 | grep -E "hca_id|state|link_layer" | sed 's/^/check-rdma: /
 fail=0
 for t in $tests; do
     s=\$(date +%s)
-    COLL_TEST_TRANSPORTS=ib COLL_DEBUG=none timeout 900 ./tests/mp/\$t > $work/\$t.log 2>&1
+    if [ \$t = gid_error ]; then
+        sh "$src/tests/rdma/gid_error.sh" > $work/\$t.log 2>&1
+    else
+        COLL_IB_CM=\${t#*@} COLL_TEST_TRANSPORTS=ib COLL_DEBUG=none timeout 900 \\
+            ./tests/mp/\${t%@*} > $work/\$t.log 2>&1
+    fi
     rc=\$?
     echo "check-rdma: \$t over ib: \$(grep -E 'passed|failed' $work/\$t.log | tail -1) (exit \$rc, \$(( \$(date +%s) - s )) s)"
     [ \$rc = 0 ] || { grep -E "^FAIL|assert" $work/\$t.log | head -5; fail=1; }
 done
-grep -h "^PASS: kill" $work/test_failures.log 2>/dev/null | sed 's/^/check-rdma: /'
+grep -h "^PASS: kill" $work/test_failures@*.log 2>/dev/null | sed 's/^/check-rdma: /'
 exit \$fail
 EOS
 start=$(date +%s)
@@ -46,6 +67,14 @@ bash "$src/tests/rdma/run-in-rxe-vm.sh" --timeout "${RDMA_TIMEOUT:-5400}" "$top"
     >"$work/vm.log" 2>&1
 vm=$?
 grep "check-rdma:\|^FAIL\|assert" "$work/vm.log"
+two=0
+if [ "${RDMA_TWO_NODE:-1}" = 1 ] && [ $vm != 125 ]; then
+    bash "$src/tests/rdma/run-in-rxe-vm.sh" --nodes 2 --smp 1 --timeout 900 "$top" \
+        "sh $src/tests/rdma/two_node.sh $work" >"$work/vm2.log" 2>&1
+    two=$?
+    grep "check-rdma:" "$work/vm2.log"
+    [ $two = 0 ] || grep -h "ERROR\|FAIL" "$work"/two_node-*.log | head -5
+fi
 echo "check-rdma: finished in $(($(date +%s) - start)) s"
 if [ $vm = 125 ]; then
     tail -5 "$work/vm.log"
@@ -54,6 +83,7 @@ if [ $vm = 125 ]; then
     exit 77
 fi
 ok=0
+[ $two = 0 ] || ok=1
 for t in $tests; do
     grep -qE "^[0-9]+ passed, 0 failed" "$work/$t.log" 2>/dev/null || ok=1
 done

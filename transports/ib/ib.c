@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* Verbs transport: device choice, protection domain, completion queue, progress and sleep. */
+/* Verbs transport: device choice, protection domain, completion queue, the choice of connection
+ * manager (COLL_IB_CM), endpoints and handles, progress and sleep. */
+#include "config.h"
+
 #include "ib.h"
 
 #include <errno.h>
@@ -9,6 +12,7 @@
 #include <math.h>
 #include <net/if.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -62,34 +66,44 @@ static int ib_if_addr(const char *ifname, struct sockaddr_storage *ss)
     return found;
 }
 
-/* COLL_IB_HCA, else the first device whose port is active and has an IP interface. */
+/* Is port of device d active? */
+static bool ib_port_active(struct ibv_device *d, int port)
+{
+    struct ibv_context  *c = ibv_open_device(d);
+    struct ibv_port_attr pa;
+    bool                 active =
+        c != NULL && ibv_query_port(c, (uint8_t)port, &pa) == 0 && pa.state == IBV_PORT_ACTIVE;
+    if (c != NULL) {
+        ibv_close_device(c);
+    }
+    return active;
+}
+
+/* COLL_IB_HCA, else the first device whose port is active (and has an IP interface, preferred:
+ * rdma_cm needs one). ss gets that address, or family 0 when the device has none. */
 static int ib_pick(char *dev, size_t devlen, struct sockaddr_storage *ss, const char **why_p)
 {
     const char         *want = coll_param_str(COLL_P_IB_HCA);
     int                 port = (int)coll_param_int(COLL_P_IB_PORT), n = 0, found = 0;
     struct ibv_device **list = ibv_get_device_list(&n);
     *why_p                   = "no RDMA device (ibv_get_device_list found none)";
-    for (int i = 0; list != NULL && i < n && !found; i++) {
+    for (int i = 0; list != NULL && i < n && found < 2; i++) {
         const char *name = ibv_get_device_name(list[i]);
         char        ifname[IF_NAMESIZE + 1];
         if (want != NULL && want[0] != '\0' && strcmp(want, name) != 0) {
             *why_p = "COLL_IB_HCA names no device here";
             continue;
         }
-        struct ibv_context  *c = ibv_open_device(list[i]);
-        struct ibv_port_attr pa;
-        int                  active =
-            c != NULL && ibv_query_port(c, (uint8_t)port, &pa) == 0 && pa.state == IBV_PORT_ACTIVE;
-        if (c != NULL) {
-            ibv_close_device(c);
-        }
-        if (!active) {
+        if (!ib_port_active(list[i], port)) {
             *why_p = "no RDMA device with an active port";
-        } else if (!ib_netdev(name, port, ifname, sizeof(ifname)) || !ib_if_addr(ifname, ss)) {
-            *why_p = "the RDMA device has no IP interface (rdma_cm needs one)";
-        } else {
+            continue;
+        }
+        struct sockaddr_storage a = {0};
+        bool ip = ib_netdev(name, port, ifname, sizeof(ifname)) && ib_if_addr(ifname, &a);
+        if (found == 0 || ip) { /* the first active one, unless a later one has an address */
             snprintf(dev, devlen, "%s", name);
-            found = 1;
+            *ss   = a;
+            found = ip ? 2 : 1;
         }
     }
     if (list != NULL) {
@@ -125,8 +139,9 @@ static void ib_finalize(coll_tp_ctx_t *ctx)
         ctx->sfree        = s->next;
         coll_free(s);
     }
-    if (ctx->listen_id != NULL) {
-        rdma_destroy_id(ctx->listen_id);
+    coll_ib_cm_close(ctx);
+    if (ctx->boot_fd >= 0) {
+        close(ctx->boot_fd);
     }
     if (ctx->cq != NULL) {
         ibv_destroy_cq(ctx->cq);
@@ -137,8 +152,8 @@ static void ib_finalize(coll_tp_ctx_t *ctx)
     if (ctx->pd != NULL) {
         ibv_dealloc_pd(ctx->pd);
     }
-    if (ctx->ech != NULL) {
-        rdma_destroy_event_channel(ctx->ech);
+    if (ctx->verbs != NULL && ctx->cm == COLL_IB_CM_BOOTSTRAP) {
+        ibv_close_device(ctx->verbs); /* with rdma_cm, the listening id owns the device */
     }
     if (ctx->wake_fd >= 0) {
         close(ctx->wake_fd);
@@ -148,105 +163,210 @@ static void ib_finalize(coll_tp_ctx_t *ctx)
     coll_free(ctx);
 }
 
-static coll_result_t ib_init(const coll_tp_init_args_t *args, coll_tp_ctx_t **ctx_p)
+/* The device named devname, opened for the bootstrap path. */
+static struct ibv_context *ib_open(const char *devname)
 {
-    struct sockaddr_storage ss = {0};
-    const char             *why;
-    coll_tp_ctx_t          *ctx = coll_calloc(1, sizeof(*ctx), "ib context");
-    if (ctx == NULL) {
-        return COLL_ERR_NO_MEMORY;
+    int                 n    = 0;
+    struct ibv_device **list = ibv_get_device_list(&n);
+    struct ibv_context *c    = NULL;
+    for (int i = 0; list != NULL && i < n && c == NULL; i++) {
+        if (strcmp(ibv_get_device_name(list[i]), devname) == 0) {
+            c = ibv_open_device(list[i]);
+        }
     }
-    ctx->rank       = args->rank;
-    ctx->nranks     = args->nranks;
-    ctx->job_tag    = args->job_tag;
-    ctx->nqps       = (int)coll_param_int(COLL_P_IB_NQPS);
-    ctx->slots      = (int)coll_param_int(COLL_P_IB_SLOTS);
-    ctx->slot_size  = coll_param_size(COLL_P_IB_SLOT_SIZE);
-    ctx->max_inline = 256;
-    ctx->wake_fd    = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    ctx->eps        = coll_calloc((size_t)args->nranks, sizeof(*ctx->eps), "ib endpoints");
-    if (ctx->wake_fd < 0 || ctx->eps == NULL) {
-        ib_finalize(ctx);
-        return COLL_ERR_NO_MEMORY;
+    if (list != NULL) {
+        ibv_free_device_list(list);
     }
+    return c;
+}
+
+/* COLL_IB_CM: rdma_cm where it is built in and the device has an IP address (auto), else the
+ * bootstrap path. Opens the device either way (ctx->verbs). */
+static coll_result_t ib_cm_choose(coll_tp_ctx_t *ctx)
+{
+    const char *want = coll_param_str(COLL_P_IB_CM);
+#ifdef HAVE_RDMACM
+    bool rdmacm = strcmp(want, "bootstrap") != 0;
+    if (rdmacm && ctx->ipaddr.ss_family == 0) {
+        if (strcmp(want, "rdmacm") == 0) {
+            coll_error(IB, "rank %d: COLL_IB_CM=rdmacm but device %s has no IP interface",
+                       ctx->rank, ctx->devname);
+            return COLL_ERR_UNSUPPORTED;
+        }
+        rdmacm = false;
+    }
+    if (rdmacm) {
+        bool          required = strcmp(want, "rdmacm") == 0;
+        coll_result_t st       = coll_ib_cm_open(ctx, required);
+        if (st == COLL_OK || required) {
+            return st;
+        }
+    }
+#else
+    if (strcmp(want, "rdmacm") == 0) {
+        coll_error(IB, "rank %d: COLL_IB_CM=rdmacm but libcoll was built without librdmacm",
+                   ctx->rank);
+        return COLL_ERR_UNSUPPORTED;
+    }
+#endif
+    ctx->cm    = COLL_IB_CM_BOOTSTRAP;
+    ctx->verbs = ib_open(ctx->devname);
+    if (ctx->verbs == NULL) {
+        coll_error(IB, "rank %d: cannot open RDMA device %s: %s", ctx->rank, ctx->devname,
+                   strerror(errno));
+        return COLL_ERR_TRANSPORT;
+    }
+    return COLL_OK;
+}
+
+/* Protection domain, completion channel and CQ on ctx->verbs. */
+static coll_result_t ib_cq_create(coll_tp_ctx_t *ctx)
+{
+    int cqe   = ctx->nranks * ctx->nqps * (3 * ctx->slots + 32);
+    ctx->pd   = ibv_alloc_pd(ctx->verbs);
+    ctx->chan = ibv_create_comp_channel(ctx->verbs);
+    ctx->cq   = ctx->chan != NULL ? ibv_create_cq(ctx->verbs, cqe, NULL, ctx->chan, 0) : NULL;
+    if (ctx->pd == NULL || ctx->cq == NULL) {
+        coll_error(IB, "rank %d: cannot create a protection domain or a %d-entry CQ on %s",
+                   ctx->rank, cqe, ctx->devname);
+        return COLL_ERR_TRANSPORT;
+    }
+    fcntl(ctx->chan->fd, F_SETFL, fcntl(ctx->chan->fd, F_GETFL) | O_NONBLOCK);
+    return COLL_OK;
+}
+
+static coll_result_t ib_params_check(const coll_tp_ctx_t *ctx)
+{
     if (ctx->nqps < 1 || ctx->nqps > COLL_IB_MAX_QPS || ctx->slots < 2 || ctx->slots > 4096 ||
         ctx->slot_size < 4096 || ctx->slot_size > (64u << 20)) {
         coll_error(IB,
                    "COLL_IB_NQPS=%d (1..%d), COLL_IB_SLOTS=%d (2..4096), "
                    "COLL_IB_SLOT_SIZE=%zu (4k..64m): out of range",
                    ctx->nqps, COLL_IB_MAX_QPS, ctx->slots, ctx->slot_size);
-        ib_finalize(ctx);
         return COLL_ERR_INVALID_ARG;
     }
-    if (!ib_pick(ctx->devname, sizeof(ctx->devname), &ss, &why)) {
-        coll_error(IB, "rank %d: %s", args->rank, why);
-        ib_finalize(ctx);
-        return COLL_ERR_UNSUPPORTED;
-    }
-    ctx->ech = rdma_create_event_channel();
-    if (ctx->ech == NULL || rdma_create_id(ctx->ech, &ctx->listen_id, ctx, RDMA_PS_TCP) != 0 ||
-        rdma_bind_addr(ctx->listen_id, (struct sockaddr *)&ss) != 0 ||
-        rdma_listen(ctx->listen_id, 128) != 0 || ctx->listen_id->verbs == NULL) {
-        coll_error(IB, "rank %d: cannot listen for RDMA connections on %s: %s", args->rank,
-                   ctx->devname, strerror(errno));
-        ib_finalize(ctx);
-        return COLL_ERR_TRANSPORT;
-    }
-    fcntl(ctx->ech->fd, F_SETFL, fcntl(ctx->ech->fd, F_GETFL) | O_NONBLOCK);
-    ctx->verbs = ctx->listen_id->verbs;
-    int cqe    = args->nranks * ctx->nqps * (3 * ctx->slots + 32);
-    ctx->pd    = ibv_alloc_pd(ctx->verbs);
-    ctx->chan  = ibv_create_comp_channel(ctx->verbs);
-    ctx->cq    = ctx->chan != NULL ? ibv_create_cq(ctx->verbs, cqe, NULL, ctx->chan, 0) : NULL;
-    if (ctx->pd == NULL || ctx->cq == NULL) {
-        coll_error(IB, "rank %d: cannot create a protection domain or a %d-entry CQ on %s",
-                   args->rank, cqe, ctx->devname);
-        ib_finalize(ctx);
-        return COLL_ERR_TRANSPORT;
-    }
-    fcntl(ctx->chan->fd, F_SETFL, fcntl(ctx->chan->fd, F_GETFL) | O_NONBLOCK);
-    coll_info(IB, "rank %d: device %s, %d QPs per peer, %d slots of %zu bytes", args->rank,
-              ctx->devname, ctx->nqps, ctx->slots, ctx->slot_size);
-    *ctx_p = ctx;
     return COLL_OK;
 }
 
-coll_result_t coll_ib_create_qp(coll_ib_qp_t *q, struct rdma_cm_id *id)
+static coll_result_t ib_init(const coll_tp_init_args_t *args, coll_tp_ctx_t **ctx_p)
 {
-    coll_tp_ctx_t          *ctx = q->ep->ctx;
-    struct ibv_qp_init_attr a   = {.send_cq = ctx->cq,
-                                   .recv_cq = ctx->cq,
-                                   .qp_type = IBV_QPT_RC,
-                                   .cap     = {.max_send_wr     = (uint32_t)ctx->slots + 16,
-                                               .max_recv_wr     = 2 * (uint32_t)ctx->slots + 16,
-                                               .max_send_sge    = 1,
-                                               .max_recv_sge    = 1,
-                                               .max_inline_data = (uint32_t)ctx->max_inline}};
-    if (id->verbs != ctx->verbs) {
-        coll_error(IB, "rank %d: a connection to rank %d arrived on another RDMA device", ctx->rank,
-                   q->ep->base.peer);
-        return COLL_ERR_TRANSPORT;
+    const char    *why;
+    coll_result_t  st;
+    coll_tp_ctx_t *ctx = coll_calloc(1, sizeof(*ctx), "ib context");
+    if (ctx == NULL) {
+        return COLL_ERR_NO_MEMORY;
     }
-    if (rdma_create_qp(id, ctx->pd, &a) != 0) {
-        a.cap.max_inline_data = 0; /* this device has no inline sends */
-        if (rdma_create_qp(id, ctx->pd, &a) != 0) {
-            coll_error(IB, "rank %d: cannot create a QP for rank %d: %s", ctx->rank,
-                       q->ep->base.peer, strerror(errno));
-            return COLL_ERR_TRANSPORT;
+    ctx->rank       = args->rank;
+    ctx->nranks     = args->nranks;
+    ctx->job_tag    = args->job_tag;
+    ctx->auth_key   = args->auth_key;
+    ctx->port       = (int)coll_param_int(COLL_P_IB_PORT);
+    ctx->nqps       = (int)coll_param_int(COLL_P_IB_NQPS);
+    ctx->slots      = (int)coll_param_int(COLL_P_IB_SLOTS);
+    ctx->slot_size  = coll_param_size(COLL_P_IB_SLOT_SIZE);
+    ctx->max_inline = 256;
+    ctx->boot_fd    = -1;
+    ctx->wake_fd    = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    ctx->eps        = coll_calloc((size_t)args->nranks, sizeof(*ctx->eps), "ib endpoints");
+    if (ctx->wake_fd < 0 || ctx->eps == NULL) {
+        ib_finalize(ctx);
+        return COLL_ERR_NO_MEMORY;
+    }
+    COLL_CHECK_GOTO(ib_params_check(ctx), st, err);
+    if (!ib_pick(ctx->devname, sizeof(ctx->devname), &ctx->ipaddr, &why)) {
+        coll_error(IB, "rank %d: %s", args->rank, why);
+        st = COLL_ERR_UNSUPPORTED;
+        goto err;
+    }
+    COLL_CHECK_GOTO(ib_cm_choose(ctx), st, err);
+    COLL_CHECK_GOTO(coll_ib_gid_choose(ctx), st, err);
+    COLL_CHECK_GOTO(ib_cq_create(ctx), st, err);
+    coll_info(IB, "rank %d: device %s, QPs by %s, %d QPs per peer, %d slots of %zu bytes",
+              args->rank, ctx->devname, ctx->cm == COLL_IB_CM_RDMACM ? "rdma_cm" : "bootstrap",
+              ctx->nqps, ctx->slots, ctx->slot_size);
+    *ctx_p = ctx;
+    return COLL_OK;
+err:
+    ib_finalize(ctx);
+    return st;
+}
+
+/* An endpoint (and its QP slots, not yet created) for every peer, whose handles are checked
+ * first: a peer that connects another way fails here on both sides, not at the deadline. */
+coll_result_t coll_ib_eps_create(coll_tp_ctx_t *ctx, const int *peers, int npeers,
+                                 const void *const *handles, coll_tp_ep_t **eps_p)
+{
+    for (int i = 0; i < npeers; i++) {
+        int                     p = peers[i];
+        coll_ib_handle_t        h;
+        struct sockaddr_storage ss;
+        if (p < 0 || p >= ctx->nranks || p == ctx->rank || handles == NULL || handles[p] == NULL) {
+            coll_error(IB, "connect_all: peer %d is invalid or has no handle", p);
+            return COLL_ERR_INVALID_ARG;
         }
+        COLL_CHECK(coll_ib_handle_get(ctx, handles[p], p, &h, &ss));
     }
-    q->id       = id;
-    id->context = q;
-    q->qp       = id->qp;
-    if ((int)a.cap.max_inline_data < ctx->max_inline) {
-        ctx->max_inline = (int)a.cap.max_inline_data;
+    for (int i = 0; i < npeers; i++) {
+        int           p  = peers[i];
+        coll_ib_ep_t *ep = coll_calloc(1, sizeof(*ep), "ib endpoint");
+        if (ep == NULL) {
+            return COLL_ERR_NO_MEMORY;
+        }
+        ep->base.ops  = &coll_tp_ib_ops;
+        ep->base.peer = p;
+        ep->ctx       = ctx;
+        ep->sock      = -1;
+        coll_tp_match_init(&ep->match, p, "ib");
+        for (int k = 0; k < ctx->nqps; k++) {
+            ep->qps[k].ep    = ep;
+            ep->qps[k].index = k;
+        }
+        ctx->eps[p] = ep;
+        eps_p[i]    = &ep->base;
     }
-    return coll_ib_qp_setup(q);
+    return COLL_OK;
+}
+
+/* Rank peer's listen handle, checked, and the address in it. */
+coll_result_t coll_ib_handle_get(coll_tp_ctx_t *ctx, const void *handle, int peer,
+                                 coll_ib_handle_t *h_p, struct sockaddr_storage *ss_p)
+{
+    static const char *cms[] = {"?", "rdmacm", "bootstrap"};
+    coll_ib_handle_t   h;
+    memcpy(&h, handle, sizeof(h));
+    if (h.magic != COLL_IB_HANDLE_MAGIC || (h.family != AF_INET && h.family != AF_INET6)) {
+        coll_error(IB, "the listen handle of rank %d is not an ib handle", peer);
+        return COLL_ERR_INVALID_ARG;
+    }
+    if (h.cm != (uint32_t)ctx->cm) {
+        coll_error(IB, "rank %d connects its QPs by %s, rank %d by %s: set COLL_IB_CM alike",
+                   ctx->rank, cms[ctx->cm], peer, h.cm < 3 ? cms[h.cm] : "?");
+        return COLL_ERR_INVALID_USAGE;
+    }
+    memset(ss_p, 0, sizeof(*ss_p));
+    if (h.family == AF_INET) {
+        struct sockaddr_in *s4 = (struct sockaddr_in *)ss_p;
+        s4->sin_family         = AF_INET;
+        s4->sin_port           = h.port;
+        memcpy(&s4->sin_addr, h.addr, 4);
+    } else {
+        struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss_p;
+        s6->sin6_family         = AF_INET6;
+        s6->sin6_port           = h.port;
+        memcpy(&s6->sin6_addr, h.addr, 16);
+    }
+    *h_p = h;
+    return COLL_OK;
 }
 
 static int ib_progress(coll_tp_ctx_t *ctx)
 {
-    coll_ib_cm_events(ctx);
+    if (ctx->cm == COLL_IB_CM_RDMACM) {
+        coll_ib_cm_events(ctx);
+    } else if (coll_time_s() >= ctx->next_liveness) {
+        coll_ib_boot_liveness(ctx); /* a syscall: not on every call */
+        ctx->next_liveness = coll_time_s() + 0.05;
+    }
     return coll_ib_poll_cq(ctx);
 }
 
@@ -263,8 +383,20 @@ static void ib_block(coll_tp_ctx_t *ctx, double timeout_s)
     }
     struct pollfd pfd[3] = {{.fd = ctx->wake_fd, .events = POLLIN},
                             {.fd = ctx->chan->fd, .events = POLLIN},
-                            {.fd = ctx->ech->fd, .events = POLLIN}};
+                            {.fd = -1, .events = POLLIN}};
+#ifdef HAVE_RDMACM
+    if (ctx->cm == COLL_IB_CM_RDMACM) {
+        pfd[2].fd = ctx->ech->fd;
+    }
+#endif
+    if (ctx->cm == COLL_IB_CM_BOOTSTRAP) {
+        /* a dead peer shows only as the end of its socket: sleep in slices to look at them */
+        ms = ms > 200 ? 200 : ms;
+    }
     if (poll(pfd, 3, ms) <= 0) {
+        if (ctx->cm == COLL_IB_CM_BOOTSTRAP) {
+            coll_ib_boot_liveness(ctx);
+        }
         return;
     }
     if (pfd[0].revents & POLLIN) {
@@ -285,14 +417,21 @@ static void ib_wake(coll_tp_ctx_t *ctx)
 
 static coll_result_t ib_listen(coll_tp_ctx_t *ctx, void *handle, size_t *len_p)
 {
-    return coll_ib_listen(ctx, handle, len_p);
+    if (ctx->cm == COLL_IB_CM_RDMACM) {
+        return coll_ib_cm_listen(ctx, handle, len_p);
+    }
+    return coll_ib_boot_listen(ctx, handle, len_p);
 }
 
 static coll_result_t ib_connect_all(coll_tp_ctx_t *ctx, const int *peers, int npeers,
                                     const void *const *handles, double deadline,
                                     coll_tp_ep_t **eps_p)
 {
-    return coll_ib_connect_all(ctx, peers, npeers, handles, deadline, eps_p);
+    COLL_CHECK(coll_ib_eps_create(ctx, peers, npeers, handles, eps_p));
+    if (ctx->cm == COLL_IB_CM_RDMACM) {
+        return coll_ib_cm_connect_all(ctx, peers, npeers, handles, deadline);
+    }
+    return coll_ib_boot_connect_all(ctx, peers, npeers, handles, deadline);
 }
 
 static void ib_ep_close(coll_tp_ep_t *tep)
@@ -303,9 +442,10 @@ static void ib_ep_close(coll_tp_ep_t *tep)
 }
 
 const coll_transport_ops_t coll_tp_ib_ops = {
-    .abi         = COLL_TRANSPORT_ABI,
-    .name        = "ib",
-    .desc        = "InfiniBand/RoCE verbs: RC QPs by rdma_cm, RDMA WRITE with immediate, credits",
+    .abi  = COLL_TRANSPORT_ABI,
+    .name = "ib",
+    .desc =
+        "InfiniBand/RoCE verbs: RC QPs by rdma_cm or bootstrap, RDMA WRITE with immediate, credits",
     .caps        = COLL_TP_CAP_HOST_MEM | COLL_TP_CAP_RDMA,
     .usable      = ib_usable,
     .init        = ib_init,

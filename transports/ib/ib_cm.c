@@ -4,8 +4,11 @@
  * RDMA device's network interface (its address is the listen handle), COLL_IB_NQPS connections
  * from the lower rank of every pair to the higher one, each carrying in its private data who is
  * calling, which QP it is and where its ring is; the acceptor answers with its own ring. Later
- * events (a peer's disconnect) fail the peer's operations.
+ * events (a peer's disconnect) fail the peer's operations. Without librdmacm only stubs are
+ * built (COLL_IB_CM then always means the bootstrap path, ib_boot.c).
  */
+#include "config.h"
+
 #include "ib.h"
 
 #include <arpa/inet.h>
@@ -14,25 +17,90 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <fcntl.h>
+
 #include "error.h"
 #include "log.h"
 #include "util.h"
 
-typedef struct {
-    uint32_t magic;
-    uint16_t family;
-    uint16_t port; /* network order */
-    uint8_t  addr[16];
-} ib_handle_t;
+#ifdef HAVE_RDMACM
 
-coll_result_t coll_ib_create_qp(coll_ib_qp_t *q, struct rdma_cm_id *id);
+/* The event channel and a listening id on the device's IP address. A failure is an error only
+ * when rdma_cm was asked for (required); COLL_IB_CM=auto then goes on without it. */
+coll_result_t coll_ib_cm_open(struct coll_tp_ctx *ctx, int required)
+{
+    ctx->ech = rdma_create_event_channel();
+    if (ctx->ech == NULL || rdma_create_id(ctx->ech, &ctx->listen_id, ctx, RDMA_PS_TCP) != 0 ||
+        rdma_bind_addr(ctx->listen_id, (struct sockaddr *)&ctx->ipaddr) != 0 ||
+        rdma_listen(ctx->listen_id, 128) != 0 || ctx->listen_id->verbs == NULL) {
+        coll_log(required ? COLL_LOG_ERROR : COLL_LOG_INFO, IB,
+                 "rank %d: cannot listen for RDMA connections on %s: %s", ctx->rank, ctx->devname,
+                 strerror(errno));
+        coll_ib_cm_close(ctx);
+        return COLL_ERR_TRANSPORT;
+    }
+    fcntl(ctx->ech->fd, F_SETFL, fcntl(ctx->ech->fd, F_GETFL) | O_NONBLOCK);
+    ctx->verbs = ctx->listen_id->verbs;
+    ctx->cm    = COLL_IB_CM_RDMACM;
+    return COLL_OK;
+}
 
-coll_result_t coll_ib_listen(struct coll_tp_ctx *ctx, void *handle, size_t *len_p)
+void coll_ib_cm_close(struct coll_tp_ctx *ctx)
+{
+    if (ctx->listen_id != NULL) {
+        rdma_destroy_id(ctx->listen_id);
+        ctx->listen_id = NULL;
+    }
+    if (ctx->ech != NULL) {
+        rdma_destroy_event_channel(ctx->ech);
+        ctx->ech = NULL;
+    }
+}
+
+static coll_result_t cm_create_qp(coll_ib_qp_t *q, struct rdma_cm_id *id)
+{
+    struct coll_tp_ctx     *ctx = q->ep->ctx;
+    struct ibv_qp_init_attr a   = coll_ib_qp_attr(ctx);
+    if (id->verbs != ctx->verbs) {
+        coll_error(IB, "rank %d: a connection to rank %d arrived on another RDMA device", ctx->rank,
+                   q->ep->base.peer);
+        return COLL_ERR_TRANSPORT;
+    }
+    if (rdma_create_qp(id, ctx->pd, &a) != 0) {
+        a.cap.max_inline_data = 0; /* this device has no inline sends */
+        if (rdma_create_qp(id, ctx->pd, &a) != 0) {
+            coll_error(IB, "rank %d: cannot create a QP for rank %d: %s", ctx->rank,
+                       q->ep->base.peer, strerror(errno));
+            return COLL_ERR_TRANSPORT;
+        }
+    }
+    q->id       = id;
+    id->context = q;
+    q->qp       = id->qp;
+    if ((int)a.cap.max_inline_data < ctx->max_inline) {
+        ctx->max_inline = (int)a.cap.max_inline_data;
+    }
+    return coll_ib_qp_setup(q);
+}
+
+void coll_ib_cm_qp_destroy(coll_ib_qp_t *q)
+{
+    if (q->connected) {
+        rdma_disconnect(q->id);
+    }
+    if (q->qp != NULL) {
+        rdma_destroy_qp(q->id);
+    }
+    rdma_destroy_id(q->id);
+}
+
+coll_result_t coll_ib_cm_listen(struct coll_tp_ctx *ctx, void *handle, size_t *len_p)
 {
     struct sockaddr *sa = rdma_get_local_addr(ctx->listen_id);
-    ib_handle_t      h  = {.magic  = COLL_IB_HANDLE_MAGIC,
+    coll_ib_handle_t h  = {.magic  = COLL_IB_HANDLE_MAGIC,
                            .family = (uint16_t)sa->sa_family,
-                           .port   = rdma_get_src_port(ctx->listen_id)};
+                           .port   = rdma_get_src_port(ctx->listen_id),
+                           .cm     = COLL_IB_CM_RDMACM};
     if (sa->sa_family == AF_INET) {
         memcpy(h.addr, &((struct sockaddr_in *)sa)->sin_addr, 4);
     } else {
@@ -84,7 +152,7 @@ static void on_request(struct coll_tp_ctx *ctx, struct rdma_cm_event *ev)
     coll_ib_qp_t *q = &ctx->eps[c.rank]->qps[c.qp_index];
     q->raddr        = c.ring_addr;
     q->rkey         = c.rkey;
-    if (coll_ib_create_qp(q, ev->id) != COLL_OK) {
+    if (cm_create_qp(q, ev->id) != COLL_OK) {
         rdma_reject(ev->id, NULL, 0);
         q->id = NULL;
         coll_ib_ep_fail(q->ep, "cannot create the QP of an incoming connection");
@@ -112,7 +180,7 @@ static void on_event(struct coll_tp_ctx *ctx, struct rdma_cm_event *ev)
         }
         break;
     case RDMA_CM_EVENT_ROUTE_RESOLVED: {
-        if (coll_ib_create_qp(q, ev->id) != COLL_OK) {
+        if (cm_create_qp(q, ev->id) != COLL_OK) {
             coll_ib_ep_fail(q->ep, "cannot create a QP");
             break;
         }
@@ -166,53 +234,17 @@ void coll_ib_cm_events(struct coll_tp_ctx *ctx)
     }
 }
 
-coll_result_t coll_ib_connect_all(struct coll_tp_ctx *ctx, const int *peers, int npeers,
-                                  const void *const *handles, double deadline, coll_tp_ep_t **eps_p)
+coll_result_t coll_ib_cm_connect_all(struct coll_tp_ctx *ctx, const int *peers, int npeers,
+                                     const void *const *handles, double deadline)
 {
-    for (int i = 0; i < npeers; i++) {
-        int p = peers[i];
-        if (p < 0 || p >= ctx->nranks || p == ctx->rank || handles == NULL || handles[p] == NULL) {
-            coll_error(IB, "connect_all: peer %d is invalid or has no handle", p);
-            return COLL_ERR_INVALID_ARG;
-        }
-        coll_ib_ep_t *ep = coll_calloc(1, sizeof(*ep), "ib endpoint");
-        if (ep == NULL) {
-            return COLL_ERR_NO_MEMORY;
-        }
-        ep->base.ops  = &coll_tp_ib_ops;
-        ep->base.peer = p;
-        ep->ctx       = ctx;
-        coll_tp_match_init(&ep->match, p, "ib");
-        for (int k = 0; k < ctx->nqps; k++) {
-            ep->qps[k].ep    = ep;
-            ep->qps[k].index = k;
-        }
-        ctx->eps[p] = ep;
-        eps_p[i]    = &ep->base;
-    }
     for (int i = 0; i < npeers; i++) {
         int p = peers[i];
         if (p < ctx->rank) {
             continue; /* the lower rank connects */
         }
-        ib_handle_t h;
-        memcpy(&h, handles[p], sizeof(h));
-        struct sockaddr_storage ss = {0};
-        if (h.magic != COLL_IB_HANDLE_MAGIC || (h.family != AF_INET && h.family != AF_INET6)) {
-            coll_error(IB, "the listen handle of rank %d is not an ib handle", p);
-            return COLL_ERR_INVALID_ARG;
-        }
-        if (h.family == AF_INET) {
-            struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
-            s4->sin_family         = AF_INET;
-            s4->sin_port           = h.port;
-            memcpy(&s4->sin_addr, h.addr, 4);
-        } else {
-            struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
-            s6->sin6_family         = AF_INET6;
-            s6->sin6_port           = h.port;
-            memcpy(&s6->sin6_addr, h.addr, 16);
-        }
+        coll_ib_handle_t        h;
+        struct sockaddr_storage ss;
+        COLL_CHECK(coll_ib_handle_get(ctx, handles[p], p, &h, &ss));
         for (int k = 0; k < ctx->nqps; k++) {
             coll_ib_qp_t *q = &ctx->eps[p]->qps[k];
             if (rdma_create_id(ctx->ech, &q->id, q, RDMA_PS_TCP) != 0 ||
@@ -247,3 +279,35 @@ coll_result_t coll_ib_connect_all(struct coll_tp_ctx *ctx, const int *peers, int
         coll_ib_cm_events(ctx);
     }
 }
+
+#else /* no librdmacm: ib.c never picks these */
+
+coll_result_t coll_ib_cm_open(struct coll_tp_ctx *ctx, int required)
+{
+    return COLL_ERR_UNSUPPORTED;
+}
+
+void coll_ib_cm_close(struct coll_tp_ctx *ctx)
+{
+}
+
+coll_result_t coll_ib_cm_listen(struct coll_tp_ctx *ctx, void *handle, size_t *len_p)
+{
+    return COLL_ERR_UNSUPPORTED;
+}
+
+coll_result_t coll_ib_cm_connect_all(struct coll_tp_ctx *ctx, const int *peers, int npeers,
+                                     const void *const *handles, double deadline)
+{
+    return COLL_ERR_UNSUPPORTED;
+}
+
+void coll_ib_cm_events(struct coll_tp_ctx *ctx)
+{
+}
+
+void coll_ib_cm_qp_destroy(coll_ib_qp_t *q)
+{
+}
+
+#endif

@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /* Verbs transport data path: slots, RDMA WRITE WITH IMMEDIATE, credits, completions (ib.h). */
+#include "config.h"
+
 #include "ib.h"
 
 #include <arpa/inet.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "error.h"
 #include "log.h"
@@ -22,6 +25,28 @@ static coll_ib_qp_t *wr_qp(struct coll_tp_ctx *ctx, uint64_t id)
 {
     uint64_t i = id >> 20;
     return i < (uint64_t)ctx->nq ? ctx->qtab[i] : NULL;
+}
+
+struct ibv_qp_init_attr coll_ib_qp_attr(const struct coll_tp_ctx *ctx)
+{
+    return (struct ibv_qp_init_attr){.send_cq = ctx->cq,
+                                     .recv_cq = ctx->cq,
+                                     .qp_type = IBV_QPT_RC,
+                                     .cap     = {.max_send_wr     = (uint32_t)ctx->slots + 16,
+                                                 .max_recv_wr     = 2 * (uint32_t)ctx->slots + 16,
+                                                 .max_send_sge    = 1,
+                                                 .max_recv_sge    = 1,
+                                                 .max_inline_data = (uint32_t)ctx->max_inline}};
+}
+
+/* The QP is connected to the peer's ring: it may send, with a full ring of credits. */
+void coll_ib_qp_ready(coll_ib_qp_t *q, uint64_t raddr, uint32_t rkey)
+{
+    q->raddr     = raddr;
+    q->rkey      = rkey;
+    q->connected = 1;
+    q->credits   = q->ep->ctx->slots;
+    q->ep->nconnected++;
 }
 
 static coll_result_t post_recv(coll_ib_qp_t *q)
@@ -310,13 +335,9 @@ void coll_ib_ep_destroy(coll_ib_ep_t *ep)
             ep->ctx->qtab[q->gidx] = NULL;
         }
         if (q->id != NULL) {
-            if (q->connected) {
-                rdma_disconnect(q->id);
-            }
-            if (q->qp != NULL) {
-                rdma_destroy_qp(q->id);
-            }
-            rdma_destroy_id(q->id);
+            coll_ib_cm_qp_destroy(q);
+        } else if (q->qp != NULL) {
+            ibv_destroy_qp(q->qp);
         }
         if (q->ring_mr != NULL) {
             ibv_dereg_mr(q->ring_mr);
@@ -327,6 +348,9 @@ void coll_ib_ep_destroy(coll_ib_ep_t *ep)
         coll_free(q->ring);
         coll_free(q->sbuf);
         coll_free(q->sowner);
+    }
+    if (ep->sock >= 0) {
+        close(ep->sock);
     }
     if (ep->failed == COLL_OK) {
         ep->failed = COLL_ERR_ABORTED;

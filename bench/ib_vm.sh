@@ -1,0 +1,29 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# collbench over the ib transport (QPs by rdma_cm and by the bootstrap path) next to tcp, two
+# ranks in the Soft-RoCE VM: all-reduce and all-gather, 8 B .. 16 MiB, the configurations
+# interleaved over ROUNDS rounds. Run from the build tree (after make):
+#   bash tests/rdma/run-in-rxe-vm.sh --timeout 1800 "$PWD" "sh bench/ib_vm.sh rdma-run/bench"
+# Writes OUT/<coll>-<config>-<round>.txt (collbench's table) and OUT/vm.txt (kernel, device).
+# Soft-RoCE is the CPU emulating a NIC: the figures say nothing about real RDMA hardware.
+out=${1:-rdma-run/bench}
+rounds=${ROUNDS:-2}
+mkdir -p "$out"
+{
+    uname -r
+    ibv_devinfo -d rxe0 | grep -E "hca_id|fw_ver|active_mtu|link_layer"
+    grep -m1 "model name" /proc/cpuinfo
+    nproc
+} >"$out/vm.txt" 2>&1
+for r in $(seq 1 "$rounds"); do
+    for coll in allreduce allgather; do
+        for cfg in ib-rdmacm ib-bootstrap tcp; do
+            tp=${cfg%%-*}
+            cm=${cfg#*-}
+            [ "$tp" = tcp ] && cm=auto
+            COLL_TRANSPORT=$tp COLL_IB_CM=$cm timeout 600 ./collrun -n 2 ./collbench -C "$coll" \
+                -b 8 -e 16M -f 2 -n 10 -w 2 >"$out/$coll-$cfg-$r.txt" 2>&1
+            echo "$coll $cfg round $r: exit $?"
+        done
+    done
+done
