@@ -221,8 +221,8 @@ static void doc_ptrace(doc_t *d)
                : scope == 1 ? "limited to descendants"
                             : "blocked",
                scope == 0 ? ""
-                          : " (libcoll's shm copies through rings and still works; "
-                            "single-copy paths of MPI/UCX do not)");
+                          : " (libcoll's shm then copies every message through its rings: "
+                            "messages of COLL_SHM_CMA_MIN bytes or more lose the single copy)");
 }
 
 /* PCI devices of a class prefix ("0x0302" 3D controller, "0x0207" InfiniBand, ...). */

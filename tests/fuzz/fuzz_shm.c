@@ -36,8 +36,14 @@ static void fuzz_ring(const uint8_t *p, size_t n)
             break;
         }
         const uint8_t *pl = payload, *lo = mem + SHM_RING_CTRL_SIZE;
-        FUZZ_REQUIRE(pl >= lo + SHM_FRAME_HDR && pl + f.len <= lo + RING);
-        FUZZ_REQUIRE(f.len <= r.frag && f.offset + f.len <= f.total);
+        if (f.magic == SHM_RTS_MAGIC || f.magic == SHM_FIN_MAGIC) {
+            /* single-copy control frames: a header only, the offset field is an address */
+            FUZZ_REQUIRE(pl == NULL && f.len == 0 && f.total > 0 && f.total <= SHM_TOTAL_MAX);
+        } else {
+            FUZZ_REQUIRE(f.magic == SHM_FRAME_MAGIC);
+            FUZZ_REQUIRE(pl >= lo + SHM_FRAME_HDR && pl + f.len <= lo + RING);
+            FUZZ_REQUIRE(f.len <= r.frag && f.offset + f.len <= f.total);
+        }
         shm_ring_consume(&r, &f);
     }
 }

@@ -139,6 +139,22 @@ static void shm_seeds(void)
     memcpy(b + 9, &head, 8);
     put("shm", 0, b, sizeof(b), NULL, 0);
 
+    /* single-copy: an RTS (tag, length, the sender's address) and a FIN, headers only */
+    memset(b, 0, sizeof(b));
+    for (uint64_t i = 0; i < 2; i++) {
+        memset(&f, 0, sizeof(f));
+        f.magic  = i == 0 ? SHM_RTS_MAGIC : SHM_FIN_MAGIC;
+        f.tag    = 11 + i;
+        f.total  = (uint64_t)1 << 20;
+        f.offset = i == 0 ? 0x7f0000001000ull : 0;
+        f.seqno  = i;
+        memcpy(b + 17 + i * SHM_FRAME_HDR, &f, sizeof(f));
+    }
+    head = 2 * SHM_FRAME_HDR;
+    memcpy(b + 1, &start, 8);
+    memcpy(b + 9, &head, 8);
+    put("shm", 3, b, 17 + 2 * SHM_FRAME_HDR, NULL, 0);
+
     shm_handle_t h;
     memset(&h, 0, sizeof(h));
     h.magic     = SHM_HANDLE_MAGIC;
