@@ -154,7 +154,8 @@ static void match_put(coll_tp_op_t *op, size_t off, const void *data, size_t n)
     }
 }
 
-static coll_result_t match_check_len(coll_tp_match_t *m, const coll_tp_op_t *op, size_t total)
+coll_result_t coll_tp_match_check_len(const coll_tp_match_t *m, const coll_tp_op_t *op,
+                                      size_t total)
 {
     if (total != op->len) {
         coll_error(COLL,
@@ -226,7 +227,7 @@ coll_result_t coll_tp_match_post(coll_tp_match_t *m, coll_tp_op_t *op)
         m->posted_tail = op;
         return COLL_OK;
     }
-    coll_result_t st = match_check_len(m, op, u->total);
+    coll_result_t st = coll_tp_match_check_len(m, op, u->total);
     if (st != COLL_OK) {
         return st;
     }
@@ -302,7 +303,7 @@ coll_result_t coll_tp_match_deliver(coll_tp_match_t *m, uint64_t tag, size_t tot
         if (op->tag != tag) {
             continue;
         }
-        COLL_CHECK(match_check_len(m, op, total));
+        COLL_CHECK(coll_tp_match_check_len(m, op, total));
         if (off > total || n > total - off) {
             coll_error(COLL, "%s: fragment [%zu, +%zu) of rank %d outside its %zu-byte message",
                        m->tpname, off, n, m->peer, total);
@@ -327,7 +328,7 @@ coll_result_t coll_tp_match_take(coll_tp_match_t *m, uint64_t tag, size_t total,
     *op_p = NULL;
     for (coll_tp_op_t *op = m->posted_head; op != NULL; prev = op, op = op->next) {
         if (op->tag == tag) {
-            COLL_CHECK(match_check_len(m, op, total));
+            COLL_CHECK(coll_tp_match_check_len(m, op, total));
             match_unlink_posted(m, prev, op);
             *op_p = op;
             return COLL_OK;

@@ -51,6 +51,11 @@ coll_result_t coll_tp_match_deliver(coll_tp_match_t *m, uint64_t tag, size_t tot
 coll_tp_op_t *coll_tp_match_lookup_copy(coll_tp_match_t *m, uint64_t tag, size_t total);
 coll_result_t coll_tp_match_account(coll_tp_match_t *m, coll_tp_op_t *op, size_t n);
 
+/* Does a sender's message of total bytes fit the posted receive op? COLL_ERR_MISMATCH (logged,
+ * naming the peer and both lengths) when not. */
+coll_result_t coll_tp_match_check_len(const coll_tp_match_t *m, const coll_tp_op_t *op,
+                                      size_t total);
+
 /* Single-copy transports: unlink and return (*op_p) the posted receive for tag, copy or
  * reducing, to fill it by other means; NULL when none is posted. Error when its length is not
  * total. The caller completes it. */

@@ -136,7 +136,10 @@ typedef struct shm_ring {
     int              peer;  /* rank on the other side, for messages */
 } shm_ring_t;
 
-typedef struct shm_fin shm_fin_t;
+/* A FIN still to be written: the peer's message (tag, length) has been read. */
+typedef struct shm_fin {
+    uint64_t tag, total;
+} shm_fin_t;
 
 typedef struct shm_ep {
     coll_tp_ep_t        base; /* first: the core sees a coll_tp_ep_t */
@@ -152,16 +155,14 @@ typedef struct shm_ep {
     int                 want_space; /* we set tx.ctrl->want_space */
     coll_result_t       status;     /* COLL_OK, or why the endpoint failed */
     shm_win_ctrl_t     *win;        /* the peer's window control, NULL without windows */
+    uint64_t            win_size;   /* the peer's window half */
+    struct shm_ep      *next;       /* in ctx->eps */
     /* single-copy (shm_cma.c) */
     int             peer_pid;  /* from the peer's handle */
     coll_tp_op_t   *rndv_head; /* sends announced by RTS, waiting for the peer's FIN */
     struct shm_rts *rts_head;  /* RTS received before their receive was posted */
-    struct shm_fin {
-        uint64_t tag, total;
-    } * fin; /* FIN frames still to be written */
-    uint32_t       nfin, capfin;
-    uint64_t       win_size; /* the peer's window half */
-    struct shm_ep *next;     /* in ctx->eps */
+    shm_fin_t      *fin;       /* FIN frames still to be written */
+    uint32_t        nfin, capfin;
 } shm_ep_t;
 
 struct coll_tp_ctx {

@@ -184,14 +184,7 @@ coll_result_t shm_cma_post(shm_ep_t *ep, coll_tp_op_t *op, int *taken_p)
         if (r->tag != op->tag) {
             continue;
         }
-        if (r->total != op->len) {
-            coll_error(SHM,
-                       "rank %d sent %" PRIu64 " bytes with tag 0x%" PRIx64
-                       " but the receive expects %zu (ranks called different operations or "
-                       "counts)",
-                       ep->base.peer, r->total, op->tag, op->len);
-            return COLL_ERR_MISMATCH;
-        }
+        COLL_CHECK(coll_tp_match_check_len(&ep->match, op, (size_t)r->total));
         *pp           = r->next;
         *taken_p      = 1;
         uint64_t addr = r->addr;
