@@ -80,6 +80,8 @@ const coll_algo_t *coll_algo_registry_find(const char *name);
  * call. *cost_p (if not NULL) gets the predicted time, or -1 for an override. */
 const coll_algo_t *coll_algo_select(int nranks, const coll_args_t *args, const char *override,
                                     const coll_model_t *m, double *cost_p);
+/* Does override (COLL_ALGO's syntax) force an algorithm that can run this call? */
+int coll_algo_overridden(int nranks, const coll_args_t *args, const char *override);
 
 /* Is a usable on this call (implements the collective, supported for nranks and layout)? */
 int coll_algo_applies(const coll_algo_t *a, int nranks, const coll_args_t *args);

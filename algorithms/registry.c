@@ -367,6 +367,11 @@ static const coll_algo_t *algo_override(int nranks, const coll_args_t *args, con
     return (specific != NULL) ? specific : generic;
 }
 
+int coll_algo_overridden(int nranks, const coll_args_t *args, const char *override)
+{
+    return override != NULL && algo_override(nranks, args, override) != NULL;
+}
+
 const coll_algo_t *coll_algo_select(int nranks, const coll_args_t *args, const char *override,
                                     const coll_model_t *m, double *cost_p)
 {

@@ -23,12 +23,24 @@
 #include "coll.h"
 #include "auth.h"
 
-#define COLL_TRANSPORT_ABI   2   /* bump on any incompatible change of this header */
+#define COLL_TRANSPORT_ABI   3   /* bump on any incompatible change of this header */
 #define COLL_TP_HANDLE_MAX   256 /* bytes of a listen handle exchanged through bootstrap */
 #define COLL_TP_HOSTNAME_MAX 64
-#define COLL_TP_WIN_SLOTS    256 /* flag slots per window half that win_* transports offer */
+#define COLL_TP_WIN_SLOTS    256  /* flag slots per window half that win_* transports offer */
+#define COLL_TP_SMALL_MAX    1024 /* payload bytes of one small-call slot (small_* ops) */
 
 typedef struct coll_tp_ctx coll_tp_ctx_t; /* per (communicator, transport), defined by each */
+
+/* One small-call slot in shared memory (small_* ops), written only by its owner: the call's
+ * description and payload, then the stamp with release. The stamp is (call number + 1) << 8 |
+ * the call's 8-bit fingerprint, 0 before the first call; readers load it with acquire. */
+typedef struct coll_tp_small {
+    _Alignas(64) _Atomic uint64_t stamp;
+    uint64_t      count;
+    int32_t       dtype;
+    int32_t       op;
+    unsigned char data[COLL_TP_SMALL_MAX]; /* in the stamp's cache line up to 40 bytes */
+} coll_tp_small_t;
 
 /* What every rank publishes about itself at communicator creation. */
 typedef struct coll_peer_info {
@@ -142,6 +154,17 @@ typedef struct coll_transport_ops {
      * rank that has not (a later acknowledgement makes block() return); < 0 with *rank_p the
      * rank that failed. */
     coll_result_t (*win_acked)(coll_tp_ctx_t *ctx, uint64_t epoch, int *rank_p);
+
+    /* ---- optional, with windows: small-call slots (src/engine/small.c) ---- */
+    /* Slot `parity` (0 or 1) of rank, mapped here; rank may be this process' own. */
+    coll_tp_small_t *(*small_slot)(coll_tp_ctx_t *ctx, int rank, int parity);
+    /* After storing the own slot's stamp: wake the ranks sleeping in block(). */
+    void (*small_publish)(coll_tp_ctx_t *ctx);
+    /* Does rank's slot `parity` hold call number stamp >> 8? COLL_OK yes (whatever its
+     * fingerprint: the caller compares); COLL_INPROGRESS not yet (with arm set, a later publish
+     * makes block() return: arm before sleeping; without, the poll reads nothing else of the
+     * rank's, for spinning); < 0 the rank failed. */
+    coll_result_t (*small_poll)(coll_tp_ctx_t *ctx, int rank, int parity, uint64_t stamp, int arm);
 } coll_transport_ops_t;
 
 /* transports/registry.c */

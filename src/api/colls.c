@@ -13,12 +13,16 @@
 
 /* A rank's death must not go unnoticed when no call happens to wait on it (a reduce's senders,
  * a broadcast's root with a dead leaf finish at once): before starting a call, look at the
- * bootstrap's notices, at most once a millisecond (one poll(2) of a socket). */
+ * bootstrap's notices, at most once a millisecond (one poll(2) of a socket) and every 16th call. */
 static void colls_notice_failures(coll_comm_t *comm)
 {
     char   msg[256];
-    double now = coll_time_s();
-    if (comm->bs == NULL || comm->error != COLL_OK || now - comm->notices_polled < 1e-3) {
+    double now;
+    if (comm->bs == NULL || comm->error != COLL_OK || (comm->notices_calls++ & 15u) != 0) {
+        return; /* the clock itself is read once every 16 calls */
+    }
+    now = coll_time_s();
+    if (now - comm->notices_polled < 1e-3) {
         return;
     }
     comm->notices_polled = now;
@@ -28,8 +32,10 @@ static void colls_notice_failures(coll_comm_t *comm)
     }
 }
 
-static coll_result_t colls_start(coll_comm_t *comm, const char *fn, coll_args_t *a,
-                                 const void *sendbuf, void *recvbuf, coll_request_t **req_p)
+/* Start a call; *req_p NULL (with blocking set) when it already ran to the end. */
+static coll_result_t colls_start_ex(coll_comm_t *comm, const char *fn, coll_args_t *a,
+                                    const void *sendbuf, void *recvbuf, coll_request_t **req_p,
+                                    int blocking)
 {
     coll_task_t  *req;
     coll_result_t st;
@@ -49,6 +55,15 @@ static coll_result_t colls_start(coll_comm_t *comm, const char *fn, coll_args_t 
         pthread_mutex_unlock(&comm->lock);
         return coll_set_last_error(comm->error, "%s", comm->last_error);
     }
+    if (blocking && coll_small_eligible(comm, a)) { /* done here: no request (src/engine/small.c) */
+        st = coll_small_allreduce(comm, a, sendbuf, recvbuf);
+        if (st != COLL_OK) {
+            coll_engine_fail_all(comm, st); /* in-flight calls end with it */
+            st = coll_set_last_error(st, "%s", comm->last_error);
+        }
+        pthread_mutex_unlock(&comm->lock);
+        return st;
+    }
     st = coll_engine_start(comm, a, sendbuf, recvbuf, &req);
     pthread_mutex_unlock(&comm->lock);
     if (st == COLL_OK) {
@@ -57,11 +72,20 @@ static coll_result_t colls_start(coll_comm_t *comm, const char *fn, coll_args_t 
     return st;
 }
 
+static coll_result_t colls_start(coll_comm_t *comm, const char *fn, coll_args_t *a,
+                                 const void *sendbuf, void *recvbuf, coll_request_t **req_p)
+{
+    return colls_start_ex(comm, fn, a, sendbuf, recvbuf, req_p, 0);
+}
+
 static coll_result_t colls_run(coll_comm_t *comm, const char *fn, coll_args_t *a,
                                const void *sendbuf, void *recvbuf)
 {
     coll_request_t *req;
-    COLL_CHECK(colls_start(comm, fn, a, sendbuf, recvbuf, &req));
+    COLL_CHECK(colls_start_ex(comm, fn, a, sendbuf, recvbuf, &req, 1));
+    if (req == NULL) {
+        return COLL_OK;
+    }
     return req->devop != NULL ? coll_cuda_wait(req) : coll_engine_wait(req);
 }
 

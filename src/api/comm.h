@@ -56,13 +56,22 @@ struct coll_comm {
     struct coll_sched_entry *cache[COLL_SCHED_CACHE];
     uint64_t                 cache_clock;
     double                   last_progress;  /* when any step last completed */
-    double                   notices_polled; /* when colls_start last read bootstrap notices */
-    void                    *scratch_spare;  /* a finished request's scratch, kept for reuse */
-    size_t                   scratch_spare_cap;
-    char                    *algo_override;
-    coll_layout_t            layout;        /* hosts of the ranks (src/api/tune.c) */
-    coll_model_t             model;         /* the tuner's link costs, equal on every rank */
-    uint32_t choices_logged[COLL_OP_COUNT]; /* by collective: registry bits already logged */
+    int                      oversubscribed; /* more ranks on this host than online CPUs: waits
+                                                yield each pass instead of spinning */
+    /* small all-reduces through shared slots (src/engine/small.c) */
+    uint64_t      small_calls;    /* calls made; slot (small_calls & 1) is the next one's */
+    uint32_t      small_seq;      /* the op number (coll_seq) of the current or last one */
+    int           small_active;   /* one is waiting */
+    int           small_waiting;  /* the rank it waits for, -1: none */
+    coll_args_t   small_args;     /* its arguments, for the diagnosis */
+    double        notices_polled; /* when colls_start last read bootstrap notices */
+    uint32_t      notices_calls;  /* calls since: the clock is read every 16th */
+    void         *scratch_spare;  /* a finished request's scratch, kept for reuse */
+    size_t        scratch_spare_cap;
+    char         *algo_override;
+    coll_layout_t layout;                        /* hosts of the ranks (src/api/tune.c) */
+    coll_model_t  model;                         /* the tuner's link costs, equal on every rank */
+    uint32_t      choices_logged[COLL_OP_COUNT]; /* by collective: registry bits already logged */
     /* shared windows (src/engine/window.c): epochs are numbered alike on every rank */
     int      win_tp;        /* index in tp[] of the transport offering windows, -1: none */
     uint64_t win_epoch;     /* the last epoch given to a call */

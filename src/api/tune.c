@@ -20,6 +20,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define TUNE_SMALL_REPS  32
 #define TUNE_LARGE_REPS  6
@@ -373,6 +374,20 @@ static coll_result_t tune_ring(coll_comm_t *comm)
     return st;
 }
 
+/* Waits spin on a free CPU, and yield it when this host runs more ranks than it has CPUs
+ * (src/engine/wait.c). Ranks bound one per core are not oversubscribed; CPUs counted online. */
+static void tune_spin(coll_comm_t *comm)
+{
+    const coll_layout_t *l     = &comm->layout;
+    int                  h     = l->host_of[comm->rank];
+    long                 ncpu  = sysconf(_SC_NPROCESSORS_ONLN);
+    int                  local = l->host_start[h + 1] - l->host_start[h];
+
+    comm->oversubscribed = ncpu > 0 && local > ncpu;
+    coll_debug(ALGO, "rank %d: %d rank(s) on %ld online CPU(s): waits %s", comm->rank, local, ncpu,
+               comm->oversubscribed ? "yield each pass" : "spin");
+}
+
 coll_result_t coll_tune_init(coll_comm_t *comm, double deadline)
 {
     uint64_t *keys = coll_calloc((size_t)comm->nranks, sizeof(*keys), "host keys");
@@ -386,6 +401,7 @@ coll_result_t coll_tune_init(coll_comm_t *comm, double deadline)
     coll_result_t st = coll_layout_init(&comm->layout, comm->nranks, keys);
     coll_free(keys);
     COLL_CHECK(st);
+    tune_spin(comm);
     COLL_CHECK(tune_ring(comm));
     tune_window(comm);
     COLL_CHECK(tune_model(comm, deadline));

@@ -13,4 +13,14 @@
 #define COLL_MAX_OF(_a, _b) ((_a) > (_b) ? (_a) : (_b))
 #define COLL_DIV_UP(_a, _b) (((_a) + (_b)-1) / (_b))
 
+/* One pass of a spin-wait: tells the core (and a hyperthread sibling) that we poll. */
+static inline void coll_cpu_pause(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield" ::: "memory");
+#endif
+}
+
 #endif

@@ -31,7 +31,7 @@ typedef struct {
     int32_t  op;
     int32_t  root;
     int32_t  waiting; /* peer it waits on, -1 unknown */
-    uint32_t pad;
+    int32_t  small;   /* 1: a blocking all-reduce on the small-call slots (small.c) */
     uint64_t count;
 } diag_rec_t;
 
@@ -135,7 +135,18 @@ static size_t diag_ranks_str(const int *sel, int n, int v, char *buf, size_t len
 static int diag_rec_same(const diag_rec_t *a, const diag_rec_t *b)
 {
     return a->coll == b->coll && a->seq == b->seq && a->count == b->count && a->dtype == b->dtype &&
-           a->op == b->op && a->root == b->root;
+           a->op == b->op && a->root == b->root && a->small == b->small;
+}
+
+/* The call of a record; a blocking small all-reduce says so, since it does not match a
+ * non-blocking call of the same arguments (as in MPI). */
+static void diag_rec_describe(const diag_rec_t *a, int mark, char *buf, size_t len)
+{
+    diag_describe_raw(a->coll, a->count, a->dtype, a->op, a->root, buf, len);
+    if (mark && a->small) {
+        size_t l = strlen(buf);
+        snprintf(buf + l, len - l, " blocking, on the small-call slots,");
+    }
 }
 
 /*
@@ -186,20 +197,24 @@ static void diag_mismatch_msg(const diag_rec_t *all, int n, const int *group, ch
             major = g;
         }
     }
+    int mark = 0; /* some answering ranks are in a blocking small all-reduce, others not */
+    for (int r = 0; r < n; r++) {
+        mark |= group[r] >= 0 && all[r].small != all[major].small;
+    }
     uint32_t shown_seq = all[major].seq + 1; /* no op number shown yet */
     for (int g = 0; g < n && off < len; g++) {
         if (size[g] == 0 || g == major) {
             continue;
         }
         const diag_rec_t *a = &all[g];
-        diag_describe_raw(a->coll, a->count, a->dtype, a->op, a->root, desc, sizeof(desc));
+        diag_rec_describe(a, mark, desc, sizeof(desc));
         off += diag_ranks_str(group, n, g, msg + off, len - off);
         off += (size_t)snprintf(msg + off, len - off, " called %s as op #%u; ", desc, a->seq);
         shown_seq = a->seq;
     }
     if (off < len) {
         const diag_rec_t *a = &all[major];
-        diag_describe_raw(a->coll, a->count, a->dtype, a->op, a->root, desc, sizeof(desc));
+        diag_rec_describe(a, mark, desc, sizeof(desc));
         off += diag_ranks_str(group, n, major, msg + off, len - off);
         off += (size_t)snprintf(msg + off, len - off, " called %s", desc);
         if (off < len && shown_seq != a->seq) {
@@ -228,7 +243,16 @@ static void diag_fill(coll_comm_t *comm, diag_rec_t *me)
     me->coll    = -1;
     me->seq     = comm->coll_seq;
     me->waiting = -1;
-    if (old != NULL) {
+    if (old == NULL && comm->small_active) {
+        me->coll    = comm->small_args.coll;
+        me->seq     = comm->small_seq;
+        me->count   = comm->small_args.count;
+        me->dtype   = comm->small_args.dtype;
+        me->op      = comm->small_args.op;
+        me->root    = comm->small_args.root;
+        me->waiting = comm->small_waiting;
+        me->small   = 1;
+    } else if (old != NULL) {
         me->coll    = old->args.coll;
         me->seq     = old->seq;
         me->count   = old->args.count;
@@ -251,20 +275,17 @@ static void diag_fill(coll_comm_t *comm, diag_rec_t *me)
     }
 }
 
-void coll_diag_timeout(coll_comm_t *comm, coll_task_t *req)
+/* Log msg (this rank's own line), then gather every rank's pending call through the bootstrap
+ * and fail the communicator: COLL_ERR_MISMATCH naming the disagreeing ranks, else `alone` with
+ * msg (and `same` appended when every rank answered with the same call). */
+static void diag_exchange(coll_comm_t *comm, const char *msg, coll_result_t alone, const char *same)
 {
-    char        desc[128], msg[sizeof(comm->last_error)];
     diag_rec_t *all   = NULL;
     int        *group = NULL;
     diag_rec_t  me;
-    int         peer = coll_engine_waiting_peer(req);
 
-    coll_diag_describe(&req->args, desc, sizeof(desc));
-    snprintf(msg, sizeof(msg),
-             "rank %d: %s op #%u made no progress for %.1f s (COLL_TIMEOUT); waiting on rank %d",
-             comm->rank, desc, req->seq, comm->timeout_s, peer);
     if (comm->bs == NULL || comm->nranks < 2) {
-        coll_comm_fail(comm, COLL_ERR_TIMEOUT, "%s", msg);
+        coll_comm_fail(comm, alone, "%s", msg);
         return;
     }
     coll_error(COLL, "%s", msg); /* every rank's own line, before the exchange */
@@ -275,10 +296,10 @@ void coll_diag_timeout(coll_comm_t *comm, coll_task_t *req)
         coll_bootstrap_allgather(comm->bs, &me, sizeof(me), all, coll_time_s() + DIAG_EXCHANGE_S) !=
             COLL_OK) {
         /* some rank is not waiting in this communicator (stopped, busy elsewhere): the line
-         * above, naming the peer waited on, is what there is */
+         * above is what there is */
         coll_free(all);
         coll_free(group);
-        coll_comm_fail(comm, COLL_ERR_TIMEOUT, "%s", msg);
+        coll_comm_fail(comm, alone, "%s", msg);
         return;
     }
     int ncalls = diag_group(all, comm->nranks, group);
@@ -288,10 +309,34 @@ void coll_diag_timeout(coll_comm_t *comm, coll_task_t *req)
         coll_comm_fail(comm, COLL_ERR_MISMATCH, "rank %d: collective mismatch: %s", comm->rank,
                        why);
     } else {
-        coll_comm_fail(comm, COLL_ERR_TIMEOUT, "%s (every rank is in this call)", msg);
+        coll_comm_fail(comm, alone, "%s%s", msg, same);
     }
     coll_free(all);
     coll_free(group);
+}
+
+void coll_diag_timeout(coll_comm_t *comm, coll_task_t *req)
+{
+    char desc[128], msg[sizeof(comm->last_error)];
+    int  peer = req != NULL ? coll_engine_waiting_peer(req) : comm->small_waiting;
+
+    coll_diag_describe(req != NULL ? &req->args : &comm->small_args, desc, sizeof(desc));
+    snprintf(msg, sizeof(msg),
+             "rank %d: %s op #%u made no progress for %.1f s (COLL_TIMEOUT); waiting on rank %d",
+             comm->rank, desc, req != NULL ? req->seq : comm->small_seq, comm->timeout_s, peer);
+    diag_exchange(comm, msg, COLL_ERR_TIMEOUT, " (every rank is in this call)");
+}
+
+void coll_diag_small_mismatch(coll_comm_t *comm, int rank)
+{
+    char desc[128], msg[sizeof(comm->last_error)];
+
+    coll_diag_describe(&comm->small_args, desc, sizeof(desc));
+    snprintf(msg, sizeof(msg),
+             "rank %d: %s op #%u: rank %d made another call with the same number (count, dtype "
+             "or op differ)",
+             comm->rank, desc, comm->small_seq, rank);
+    diag_exchange(comm, msg, COLL_ERR_MISMATCH, "");
 }
 
 size_t coll_diag_pending(coll_comm_t *comm, char *buf, size_t len)
@@ -314,6 +359,17 @@ size_t coll_diag_pending(coll_comm_t *comm, char *buf, size_t len)
                          comm->rank, comm->name[0] ? " comm " : "", comm->name, desc, r->seq,
                          now - r->t_start, r->ncomplete, r->nsteps, coll_engine_waiting_peer(r),
                          r->status < 0 ? " (failed)" : "");
+        if (off + (size_t)n < len) {
+            memcpy(buf + off, line, (size_t)n + 1);
+        }
+        off += (size_t)n;
+    }
+    if (comm->small_active) {
+        coll_diag_describe(&comm->small_args, desc, sizeof(desc));
+        int n = snprintf(line, sizeof(line),
+                         "rank %d%s%s: %s op #%u (small-call slots) pending, waiting on rank %d\n",
+                         comm->rank, comm->name[0] ? " comm " : "", comm->name, desc,
+                         comm->small_seq, comm->small_waiting);
         if (off + (size_t)n < len) {
             memcpy(buf + off, line, (size_t)n + 1);
         }

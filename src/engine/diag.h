@@ -21,11 +21,14 @@ uint8_t coll_diag_fp8(const coll_args_t *a);
 void coll_diag_describe(const coll_args_t *a, char *buf, size_t len);
 /* The oldest unfinished collective of comm (not point-to-point), or NULL. Lock held. */
 coll_task_t *coll_diag_oldest(coll_comm_t *comm);
-/* A wait on req ran past the deadline: log this rank's one line (op, seq, peer waited on),
- * then gather every rank's pending call through the bootstrap for at most about 1 s and fail
- * the communicator with COLL_ERR_MISMATCH naming the disagreeing ranks, or COLL_ERR_TIMEOUT.
- * Lock held. */
+/* A wait on req (NULL: the small all-reduce in progress, small.c) ran past the deadline: log this
+ * rank's one line (op, seq, peer waited on), then gather every rank's pending call through the
+ * bootstrap for at most about 1 s and fail the communicator with COLL_ERR_MISMATCH naming the
+ * disagreeing ranks, or COLL_ERR_TIMEOUT. Lock held. */
 void coll_diag_timeout(coll_comm_t *comm, coll_task_t *req);
+/* The small all-reduce in progress found rank's slot holding another call of the same number:
+ * the same exchange, failing with COLL_ERR_MISMATCH. Lock held. */
+void coll_diag_small_mismatch(coll_comm_t *comm, int rank);
 /* One line per unfinished operation of comm into buf (always terminated); returns the length
  * the whole text needs. Lock held. */
 size_t coll_diag_pending(coll_comm_t *comm, char *buf, size_t len);
@@ -39,7 +42,7 @@ void coll_diag_poll_signal(coll_comm_t *comm);
 
 /* stats.c: arrival record. A finished collective of this rank waited wait_s from call to
  * completion (lock held). */
-void coll_diag_record(coll_comm_t *comm, const coll_task_t *req, double wait_s);
+void coll_diag_record(coll_comm_t *comm, coll_op_t coll, uint32_t seq, double wait_s);
 void coll_diag_stats_free(coll_comm_t *comm);
 /* Bytes of one rank's packed record (equal on every rank), and packing it (lock held). */
 size_t coll_diag_stats_bytes(void);

@@ -25,7 +25,7 @@ static void engine_record(coll_task_t *req)
 {
     if (req->finished && !req->recorded) {
         req->recorded = 1;
-        coll_diag_record(req->comm, req, coll_time_s() - req->t_start);
+        coll_diag_record(req->comm, req->args.coll, req->seq, coll_time_s() - req->t_start);
     }
 }
 

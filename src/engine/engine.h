@@ -85,6 +85,12 @@ coll_result_t coll_engine_start_gated(coll_comm_t *comm, const coll_args_t *args
 void coll_engine_open_gate(coll_task_t *req);
 /* Control plane and deadline checks for a wait on req (lock held); the communicator's error. */
 coll_result_t coll_engine_check(coll_comm_t *comm, coll_task_t *req);
+/* small.c: may this blocking call run through the small-call slots (equal on every rank that
+ * makes the same call)? Sets a->layout. */
+int coll_small_eligible(coll_comm_t *comm, coll_args_t *a);
+/* Run it; lock held, arguments checked. */
+coll_result_t coll_small_allreduce(coll_comm_t *comm, const coll_args_t *a, const void *sendbuf,
+                                   void *recvbuf);
 /* Sleep in the transports for at most slice_s (lock held). */
 void coll_engine_block(coll_comm_t *comm, double slice_s);
 /* One progress pass over every transport and active request (comm->lock held). */

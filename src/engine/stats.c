@@ -25,9 +25,9 @@ struct coll_diag_stats {
     uint64_t recorded;
 };
 
-void coll_diag_record(coll_comm_t *comm, const coll_task_t *req, double wait_s)
+void coll_diag_record(coll_comm_t *comm, coll_op_t coll, uint32_t seq, double wait_s)
 {
-    if (req->args.coll == COLL_OP_SEND || req->args.coll == COLL_OP_RECV) {
+    if (coll == COLL_OP_SEND || coll == COLL_OP_RECV) {
         return;
     }
     if (comm->stats == NULL) {
@@ -36,8 +36,8 @@ void coll_diag_record(coll_comm_t *comm, const coll_task_t *req, double wait_s)
             return; /* diagnosis only: the call itself succeeded */
         }
     }
-    uint32_t slot           = req->seq % COLL_STATS_WINDOW;
-    comm->stats->seq[slot]  = (double)req->seq + 1.0;
+    uint32_t slot           = seq % COLL_STATS_WINDOW;
+    comm->stats->seq[slot]  = (double)seq + 1.0;
     comm->stats->wait[slot] = wait_s;
     comm->stats->recorded++;
 }

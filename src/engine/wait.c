@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Polite waiting. A wait polls for COLL_SPIN_TIME, yielding the CPU after each pass so that
- * an oversubscribed peer can run, then sleeps inside the transports (futex
+ * Polite waiting. A wait polls for COLL_SPIN_TIME, then sleeps inside the transports (futex
  * for shm, poll for tcp) in slices of at most 20 ms, checking between slices the bootstrap
  * control connection (another rank died or aborted), the abort flag, and the deadline: if no
  * step of the communicator completed for timeout_s, the wait fails naming the peer it waits on.
+ * While it polls, a rank with a CPU to itself spins (a pause per pass, the clock read every
+ * WAIT_CLOCK_PASSES passes: a clock read costs as much as a pass); a rank of a host with more
+ * ranks than CPUs yields the CPU after each pass so that the peer it waits for can run.
  */
 #include "engine.h"
+#include "compiler.h"
 #include "diag.h"
 #include "error.h"
 #include "log.h"
@@ -15,7 +18,8 @@
 
 #include <sched.h>
 
-#define WAIT_SLICE_S 0.02
+#define WAIT_SLICE_S      0.02
+#define WAIT_CLOCK_PASSES 32u
 
 /* Control plane and deadline checks; lock held. Returns the communicator's error if any. */
 coll_result_t coll_engine_check(coll_comm_t *comm, coll_task_t *req)
@@ -63,11 +67,17 @@ coll_result_t coll_engine_wait(coll_task_t *req)
     double        next_check = start + WAIT_SLICE_S;
     coll_result_t st;
 
+    unsigned pass = 0;
+
     pthread_mutex_lock(&comm->lock);
     for (;;) {
         coll_engine_progress(comm);
         if (req->finished || req->status < 0 || comm->error != COLL_OK) {
             break;
+        }
+        if (!comm->oversubscribed && ++pass % WAIT_CLOCK_PASSES != 0) {
+            coll_cpu_pause();
+            continue;
         }
         double now = coll_time_s();
         if (now >= next_check || now - start >= spin) {
@@ -78,9 +88,8 @@ coll_result_t coll_engine_wait(coll_task_t *req)
         }
         if (now - start >= spin) {
             coll_engine_block(comm, WAIT_SLICE_S);
-        } else {
-            /* oversubscribed (more ranks than cores): let the rank we wait for run */
-            sched_yield();
+        } else if (comm->oversubscribed) {
+            sched_yield(); /* let the rank we wait for run */
         }
     }
     if (comm->error != COLL_OK) {

@@ -79,6 +79,32 @@ static int desync_skip(int rank, int n, coll_comm_t *comm, void *arg)
     return 0;
 }
 
+/* ---- blocking against non-blocking: as in MPI they do not match; over shm a small blocking
+ * all-reduce runs on the small-call slots, and the report says so instead of hanging ---- */
+static int blocking_mix(int rank, int n, coll_comm_t *comm, void *arg)
+{
+    float           a[4] = {1, 2, 3, 4}, b[4];
+    coll_request_t *req;
+    coll_result_t   st;
+    (void)n;
+    if (rank == 0) {
+        ASSERT_OK(coll_iallreduce(a, b, 4, COLL_FLOAT32, COLL_SUM, comm, &req));
+        st = coll_wait(req);
+    } else {
+        st = coll_allreduce(a, b, 4, COLL_FLOAT32, COLL_SUM, comm);
+    }
+    if (strcmp((const char *)arg, "shm") != 0) { /* no slots: the two calls meet */
+        ASSERT_OK(st);
+        ASSERT_EQ(b[3], 8.0f);
+        return 0;
+    }
+    ASSERT_EQ(st, COLL_ERR_MISMATCH);
+    ASSERT_STR_CONTAINS(coll_comm_last_error(comm),
+                        "rank 1 called allreduce(4 x f32, sum) blocking, on the small-call slots, "
+                        "as op #0; rank 0 called allreduce(4 x f32, sum)");
+    return 0;
+}
+
 /* ---- a silent rank: every waiting rank's one line names its call and the peer ---- */
 static int silent(int rank, int n, coll_comm_t *comm, void *arg)
 {
@@ -120,9 +146,10 @@ static int pending(int rank, int n, coll_comm_t *comm, void *arg)
         ASSERT_OK(coll_test(req, &done));
         ASSERT_OK(coll_send(&go, 1, COLL_INT32, 1, comm));
         ASSERT_OK(coll_wait(req));
-    } else {
+    } else { /* non-blocking too: a blocking call does not match a non-blocking one */
         ASSERT_OK(coll_recv(&go, 1, COLL_INT32, 0, comm));
-        ASSERT_OK(coll_allreduce(a, b, 4, COLL_FLOAT32, COLL_SUM, comm));
+        ASSERT_OK(coll_iallreduce(a, b, 4, COLL_FLOAT32, COLL_SUM, comm, &req));
+        ASSERT_OK(coll_wait(req));
     }
     ASSERT_EQ(b[3], 8.0f);
     ASSERT_OK(coll_comm_dump_pending(comm, text, sizeof(text)));
@@ -167,7 +194,7 @@ static int straggler(int rank, int n, coll_comm_t *comm, void *arg)
 static int run(const char *what, const char *tp, int nranks, coll_test_rank_fn_t fn)
 {
     coll_test_opts_t o  = {.nranks = nranks, .want_comm = 1, .timeout_s = 60, .transport = tp};
-    int              rc = coll_test_run_ranks(&o, fn, NULL);
+    int              rc = coll_test_run_ranks(&o, fn, (void *)tp);
     printf("%s: %s over %s, %d ranks\n", rc ? "FAIL" : "PASS", what, tp, nranks);
     fflush(stdout);
     return rc != 0;
@@ -183,6 +210,7 @@ int main(void)
         failed += run("count differs on one rank", tps[t], 3, desync_count);
         failed += run("a rank skipped a call", tps[t], 3, desync_skip);
         failed += run("silent rank named by the timeout line", tps[t], 2, silent);
+        failed += run("blocking against non-blocking all-reduce", tps[t], 2, blocking_mix);
         setenv("COLL_TIMEOUT", "30", 1);
         failed += run("pending operations and SIGUSR1", tps[t], 2, pending);
         failed += run("late rank in the arrival summary", tps[t], 3, straggler);

@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Reuse of the shared windows across calls, over shm with the one-shot and two-shot
- * all-reduces forced: hundreds of back-to-back calls whose sizes vary (some too large for the
- * window, which fall back to another algorithm between window calls), ranks that drift out of
- * step, other collectives in between, and several non-blocking all-reduces outstanding at once,
- * waited for in reverse order. Every call's inputs depend on the call, so data left from an
- * earlier call or overwritten too early shows as a wrong element. Usage: test_window [-n N]
+ * all-reduces forced, and with the tuner's choice (small blocking calls then go through the
+ * small-call slots, src/engine/small.c, 1 KiB at most: 256 int32 do, 257 do not): hundreds of
+ * back-to-back calls whose sizes vary (some too large for the window, which fall back to another
+ * algorithm between window calls), ranks that drift out of step, other collectives in between, and
+ * several non-blocking all-reduces outstanding at once, waited for in reverse order, and blocking
+ * calls made while non-blocking ones are in flight. Every call's inputs depend on the call, so data
+ * left from an earlier call or overwritten too early shows as a wrong element. Usage: test_window
+ * [-n N]
  */
 #include "coll_test.h"
 
@@ -18,7 +21,7 @@
 
 #define NOUT 5 /* non-blocking calls outstanding at once */
 
-static const size_t sizes[] = {1, 5, 100, 1000, 4099, 60000, 250000, 300000, 0, 17};
+static const size_t sizes[] = {1, 5, 100, 1000, 4099, 60000, 250000, 300000, 0, 17, 256, 257};
 #define NSIZES (sizeof(sizes) / sizeof(sizes[0]))
 
 static int32_t input(int rank, int call, size_t i)
@@ -110,6 +113,28 @@ static size_t run_overlapped(int rank, int n, coll_comm_t *comm, int32_t **in, i
     return wrong;
 }
 
+/* A large non-blocking call in flight while small blocking ones run (and must keep it going). */
+static size_t run_mixed(int rank, int n, coll_comm_t *comm, int32_t **in, int32_t **out)
+{
+    size_t wrong = 0;
+    for (int round = 0; round < 20; round++) {
+        coll_request_t *req;
+        int             big = 2000 + round * 10;
+        fill(in[1], 250000, rank, big);
+        ASSERT_OK(coll_iallreduce(in[1], out[1], 250000, COLL_INT32, COLL_SUM, comm, &req));
+        for (int k = 1; k <= 5; k++) {
+            size_t count = sizes[(size_t)(round + k) % NSIZES] % 300;
+            fill(in[0], count, rank, big + k);
+            drift(rank, big + k);
+            ASSERT_OK(coll_allreduce(in[0], out[0], count, COLL_INT32, COLL_SUM, comm));
+            wrong += check(out[0], count, n, big + k, rank);
+        }
+        ASSERT_OK(coll_wait(req));
+        wrong += check(out[1], 250000, n, big, rank);
+    }
+    return wrong;
+}
+
 static int rank_main(int rank, int n, coll_comm_t *comm, void *arg)
 {
     size_t   max = 0, wrong;
@@ -125,6 +150,7 @@ static int rank_main(int rank, int n, coll_comm_t *comm, void *arg)
     }
     wrong = run_blocking(rank, n, comm, in[0], out[0]);
     wrong += run_overlapped(rank, n, comm, in, out);
+    wrong += run_mixed(rank, n, comm, in, out);
     for (int k = 0; k < NOUT; k++) {
         free(in[k]);
         free(out[k]);
@@ -138,7 +164,7 @@ static int rank_main(int rank, int n, coll_comm_t *comm, void *arg)
 
 int main(int argc, char **argv)
 {
-    static const char *const algos[]  = {"allreduce:oneshot", "allreduce:twoshot"};
+    static const char *const algos[]  = {"allreduce:oneshot", "allreduce:twoshot", "auto"};
     static const int         counts[] = {2, 3, 5, 8};
     const char              *tps[8];
     int ntp = coll_test_transports(tps, 8), have_shm = 0, only_n = 0, failed = 0, total = 0;

@@ -70,8 +70,9 @@ static coll_result_t shm_init(const coll_tp_init_args_t *args, coll_tp_ctx_t **c
     ctx->win_size     = shm_win_size_param(ctx->nlocal == ctx->nranks && ctx->nranks > 1);
     ctx->live_check_s = SHM_LIVE_CHECK_S;
     ctx->cma_min      = coll_param_size(COLL_P_SHM_CMA_MIN);
-    ctx->bell         = &ctx->private_bell;
-    ctx->seg.fd       = -1;
+    shm_bell_setup();
+    ctx->bell   = &ctx->private_bell;
+    ctx->seg.fd = -1;
     if (shm_win_init(ctx) != COLL_OK) {
         coll_free(ctx->lidx);
         coll_free(ctx);
@@ -517,27 +518,30 @@ static void shm_wake(coll_tp_ctx_t *ctx)
 }
 
 const coll_transport_ops_t coll_tp_shm_ops = {
-    .abi         = COLL_TRANSPORT_ABI,
-    .name        = "shm",
-    .desc        = "shared memory rings between ranks of one host (/dev/shm)",
-    .caps        = COLL_TP_CAP_HOST_MEM,
-    .usable      = shm_usable,
-    .init        = shm_init,
-    .finalize    = shm_finalize,
-    .reachable   = shm_reachable,
-    .listen      = shm_listen,
-    .connect_all = shm_connect_all,
-    .established = shm_established,
-    .isend       = shm_isend,
-    .irecv       = shm_irecv,
-    .progress    = shm_progress,
-    .block       = shm_block,
-    .wake        = shm_wake,
-    .ep_close    = shm_ep_close,
-    .win_size    = shm_win_size,
-    .win_ptr     = shm_win_ptr,
-    .win_publish = shm_win_publish,
-    .win_poll    = shm_win_poll,
-    .win_ack     = shm_win_ack,
-    .win_acked   = shm_win_acked,
+    .abi           = COLL_TRANSPORT_ABI,
+    .name          = "shm",
+    .desc          = "shared memory rings between ranks of one host (/dev/shm)",
+    .caps          = COLL_TP_CAP_HOST_MEM,
+    .usable        = shm_usable,
+    .init          = shm_init,
+    .finalize      = shm_finalize,
+    .reachable     = shm_reachable,
+    .listen        = shm_listen,
+    .connect_all   = shm_connect_all,
+    .established   = shm_established,
+    .isend         = shm_isend,
+    .irecv         = shm_irecv,
+    .progress      = shm_progress,
+    .block         = shm_block,
+    .wake          = shm_wake,
+    .ep_close      = shm_ep_close,
+    .win_size      = shm_win_size,
+    .win_ptr       = shm_win_ptr,
+    .win_publish   = shm_win_publish,
+    .win_poll      = shm_win_poll,
+    .win_ack       = shm_win_ack,
+    .win_acked     = shm_win_acked,
+    .small_slot    = shm_small_slot,
+    .small_publish = shm_small_publish,
+    .small_poll    = shm_small_poll,
 };

@@ -24,7 +24,7 @@ _Static_assert(ATOMIC_LLONG_LOCK_FREE == 2, "shm transport needs lock-free 64-bi
 _Static_assert(ATOMIC_INT_LOCK_FREE == 2, "shm transport needs lock-free 32-bit atomics");
 
 #define SHM_SEG_MAGIC      0x31306d68736c6f63ull /* "collshm01", little endian */
-#define SHM_SEG_VERSION    3u
+#define SHM_SEG_VERSION    4u
 #define SHM_HANDLE_MAGIC   0x53484d48u /* "HMHS" */
 #define SHM_FRAME_MAGIC    0x46524d46u /* data frame */
 #define SHM_PAD_MAGIC      0x50414450u /* skip to the end of the ring */
@@ -93,6 +93,7 @@ typedef struct shm_win_ctrl {
     _Alignas(64) _Atomic uint64_t ack; /* every epoch <= ack finished by the owner */
     _Alignas(64) _Atomic uint64_t gen;
     _Alignas(64) _Atomic uint64_t flag[2][COLL_TP_WIN_SLOTS];
+    coll_tp_small_t small[2]; /* small-call slots (shm_win.c), outside the halves */
 } shm_win_ctrl_t;
 
 _Static_assert(sizeof(shm_seg_hdr_t) <= SHM_HDR_SIZE, "segment header exceeds its page");
@@ -240,6 +241,7 @@ int           shm_ring_nonempty(shm_ring_t *r);
 void          shm_ring_set_want_space(shm_ring_t *r, int on);
 int           shm_ring_wants_space(shm_ring_t *r);
 /* Doorbell */
+void     shm_bell_setup(void);              /* once per process, before any use */
 void     shm_bell_ring(shm_doorbell_t *b);  /* after publishing: wake if asleep */
 void     shm_bell_force(shm_doorbell_t *b); /* always wake (wake() from another thread) */
 uint32_t shm_bell_prepare(shm_doorbell_t *b);
@@ -262,5 +264,8 @@ void          shm_win_publish(coll_tp_ctx_t *ctx, int parity, uint32_t slot, uin
 coll_result_t shm_win_poll(coll_tp_ctx_t *ctx, int rank, int parity, uint32_t slot, uint64_t epoch);
 void          shm_win_ack(coll_tp_ctx_t *ctx, uint64_t epoch);
 coll_result_t shm_win_acked(coll_tp_ctx_t *ctx, uint64_t epoch, int *rank_p);
+coll_tp_small_t *shm_small_slot(coll_tp_ctx_t *ctx, int rank, int parity);
+void             shm_small_publish(coll_tp_ctx_t *ctx);
+coll_result_t    shm_small_poll(coll_tp_ctx_t *ctx, int rank, int parity, uint64_t stamp, int arm);
 
 #endif

@@ -16,6 +16,13 @@
  * return at once (value changed) or wakes it (already queued). The same argument with
  * want_space in place of sleepers lets a consumer skip the producer's doorbell unless the
  * producer is waiting for space.
+ * Where the kernel offers membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED) and this process could
+ * register for it, the waker's fence moves to the sleeper, which is about to sleep anyway: the
+ * sleeper calls membarrier after sleepers++, which runs a full barrier on every CPU running a
+ * registered process, so a waker's publication before that point is visible to the sleeper's
+ * check, and a waker's load of sleepers after it sees the increment. The hot path (every
+ * publication) then costs no fence. Every rank of a host runs on one kernel, so all of them
+ * register or none does.
  */
 #include "shm.h"
 #include "compiler.h"
@@ -24,6 +31,8 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <linux/futex.h>
+#include <linux/membarrier.h>
+#include <pthread.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -256,9 +265,36 @@ void shm_bell_force(shm_doorbell_t *b)
     bell_futex(&b->seq, FUTEX_WAKE, INT_MAX, NULL);
 }
 
+static pthread_once_t bell_once = PTHREAD_ONCE_INIT;
+static int            bell_asym; /* 1: sleepers run membarrier, wakers need no fence */
+
+static void bell_asym_init(void)
+{
+    long q = syscall(__NR_membarrier, MEMBARRIER_CMD_QUERY, 0);
+
+    if (q > 0 && (q & MEMBARRIER_CMD_GLOBAL_EXPEDITED) != 0 &&
+        (q & MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED) != 0 &&
+        syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, 0) == 0) {
+        bell_asym = 1;
+    }
+    coll_debug(SHM, "doorbell: %s",
+               bell_asym ? "membarrier on the sleeping side, no fence on "
+                           "the waking side"
+                         : "a fence on both sides");
+}
+
+void shm_bell_setup(void)
+{
+    pthread_once(&bell_once, bell_asym_init);
+}
+
 void shm_bell_ring(shm_doorbell_t *b)
 {
-    atomic_thread_fence(memory_order_seq_cst);
+    if (bell_asym) {
+        atomic_signal_fence(memory_order_seq_cst); /* the sleeper's membarrier orders us */
+    } else {
+        atomic_thread_fence(memory_order_seq_cst);
+    }
     if (atomic_load_explicit(&b->sleepers, memory_order_relaxed) != 0) {
         shm_bell_force(b);
     }
@@ -267,6 +303,11 @@ void shm_bell_ring(shm_doorbell_t *b)
 uint32_t shm_bell_prepare(shm_doorbell_t *b)
 {
     atomic_fetch_add_explicit(&b->sleepers, 1, memory_order_seq_cst);
+    if (bell_asym && syscall(__NR_membarrier, MEMBARRIER_CMD_GLOBAL_EXPEDITED, 0) != 0) {
+        /* cannot happen once registered; a waker without its fence may then leave this
+         * sleeper to its timeout (a slice of at most 20 ms), never forever */
+        coll_debug(SHM, "membarrier failed");
+    }
     atomic_thread_fence(memory_order_seq_cst);
     return atomic_load_explicit(&b->seq, memory_order_acquire);
 }

@@ -144,7 +144,10 @@ void *shm_win_ptr(coll_tp_ctx_t *ctx, int rank, int parity)
 /* After a store: move gen and wake every local rank that sleeps. */
 static void win_announce(coll_tp_ctx_t *ctx)
 {
-    atomic_fetch_add_explicit(&ctx->win->gen, 1, memory_order_seq_cst);
+    /* only the owner writes gen; shm_bell_ring orders it before its look at sleepers */
+    atomic_store_explicit(&ctx->win->gen,
+                          atomic_load_explicit(&ctx->win->gen, memory_order_relaxed) + 1,
+                          memory_order_release);
     for (shm_ep_t *ep = ctx->eps; ep != NULL; ep = ep->next) {
         if (ep->status == COLL_OK) {
             shm_bell_ring(&ep->peer_seg.hdr->bell);
@@ -210,4 +213,42 @@ coll_result_t shm_win_acked(coll_tp_ctx_t *ctx, uint64_t epoch, int *rank_p)
         return COLL_INPROGRESS;
     }
     return COLL_OK;
+}
+
+/* ---- small-call slots: in the control block, same ordering and waking as the flags ---- */
+
+coll_tp_small_t *shm_small_slot(coll_tp_ctx_t *ctx, int rank, int parity)
+{
+    return &win_ctrl(ctx, rank)->small[parity & 1];
+}
+
+void shm_small_publish(coll_tp_ctx_t *ctx)
+{
+    win_announce(ctx);
+}
+
+coll_result_t shm_small_poll(coll_tp_ctx_t *ctx, int rank, int parity, uint64_t stamp, int arm)
+{
+    shm_win_ctrl_t *c = win_ctrl(ctx, rank);
+    /* gen before the stamp, and only to arm: spinning leaves the owner's gen line alone */
+    uint64_t      gen = arm ? atomic_load_explicit(&c->gen, memory_order_acquire) : 0;
+    uint64_t      f   = atomic_load_explicit(&c->small[parity & 1].stamp, memory_order_acquire);
+    coll_result_t st;
+
+    if ((f >> 8) == (stamp >> 8)) {
+        return COLL_OK;
+    }
+    if ((f >> 8) > (stamp >> 8)) { /* it cannot be two calls ahead of a rank still reading */
+        coll_error(SHM, "rank %d published small call %" PRIu64 " while rank %d waits for %" PRIu64,
+                   rank, (f >> 8) - 1, ctx->rank, (stamp >> 8) - 1);
+        return COLL_ERR_TRANSPORT;
+    }
+    st = win_status(ctx, rank);
+    if (st < 0) {
+        return st;
+    }
+    if (arm) {
+        win_arm(ctx, rank, gen);
+    }
+    return COLL_INPROGRESS;
 }

@@ -1,0 +1,177 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Small blocking all-reduces among ranks of one host, without a schedule: every rank copies its
+ * input and the call's description into its own small-call slot in shared memory, stores the
+ * slot's stamp, waits until every rank's slot holds this call, and reduces all n slots in rank
+ * order into its output (so every rank computes the same bits). Two slots per rank, used
+ * alternately, need no acknowledgement: a rank that writes call k + 2 into the slot of call k
+ * has seen every rank's call k + 1, published after that rank's last read of call k.
+ *
+ * Taken when the call is a blocking all-reduce of host memory of at most COLL_SMALL_MAX bytes
+ * (at most COLL_TP_SMALL_MAX), every rank is on this host and the shm windows are up (the same
+ * on every rank), and COLL_ALGO forces no algorithm for it. Numbered with the other
+ * collectives (sequence and fingerprint as in the engine), recorded for the arrival
+ * statistics, described by the diagnosis (pending dumps, timeouts, desyncs); a rank that
+ * called with another count, dtype or op is reported at once. In-flight non-blocking calls
+ * keep progressing while it waits.
+ */
+#include "engine.h"
+#include "compiler.h"
+#include "diag.h"
+#include "error.h"
+#include "log.h"
+#include "param.h"
+#include "reduce/reduce.h"
+#include "util.h"
+
+#include <sched.h>
+#include <string.h>
+
+#define SMALL_SLICE_S      0.02
+#define SMALL_CLOCK_PASSES 32u
+
+int coll_small_eligible(coll_comm_t *comm, coll_args_t *a)
+{
+    const coll_comm_tp_t *tp;
+    size_t                bytes = a->count * coll_dtype_size(a->dtype);
+
+    if (a->coll != COLL_OP_ALLREDUCE || a->device || comm->win_tp < 0 || comm->nranks < 2 ||
+        bytes == 0 || bytes > coll_param_size(COLL_P_SMALL_MAX) || bytes > COLL_TP_SMALL_MAX) {
+        return 0;
+    }
+    tp = &comm->tp[comm->win_tp];
+    if (tp->ops->small_slot == NULL || tp->ops->small_poll == NULL ||
+        tp->ops->small_publish == NULL) {
+        return 0;
+    }
+    a->layout = &comm->layout;
+    /* COLL_ALGO forcing an algorithm on this call wins */
+    return strcmp(comm->algo_override, "auto") == 0 ||
+           !coll_algo_overridden(comm->nranks, a, comm->algo_override);
+}
+
+/* rank's slot holds this call: same count, dtype and op, else fail the communicator after the
+ * ranks' exchange of what they called (diag.c). */
+static coll_result_t small_compare(coll_comm_t *comm, int rank, const coll_tp_small_t *s,
+                                   const coll_args_t *a)
+{
+    if (s->count == a->count && s->dtype == (int32_t)a->dtype && s->op == (int32_t)a->op) {
+        return COLL_OK;
+    }
+    comm->small_waiting = rank;
+    coll_diag_small_mismatch(comm, rank);
+    return comm->error;
+}
+
+/* Wait until every rank's slot `parity` holds call stamp; lock held. */
+static coll_result_t small_wait(coll_comm_t *comm, const coll_comm_tp_t *tp, int parity,
+                                uint64_t stamp, double *start_p)
+{
+    double        spin  = coll_param_time(COLL_P_SPIN_TIME);
+    double        start = 0.0, next_check = 0.0, now = 0.0;
+    unsigned      pass = 0;
+    int           next = 0, arm = 0;
+    coll_result_t st;
+
+    for (;;) {
+        while (next < comm->nranks) {
+            if (next == comm->rank) {
+                next++;
+                continue;
+            }
+            st = tp->ops->small_poll(tp->ctx, next, parity, stamp, arm);
+            if (st == COLL_INPROGRESS) {
+                break;
+            }
+            if (st < 0) {
+                return coll_comm_fail(comm, st, "rank %d: all-reduce op #%u: rank %d failed",
+                                      comm->rank, comm->small_seq, next);
+            }
+            next++;
+        }
+        if (next == comm->nranks) {
+            return COLL_OK;
+        }
+        comm->small_waiting = next;
+        if (comm->active != NULL) {
+            coll_engine_progress(comm); /* non-blocking calls started earlier */
+        }
+        if (!comm->oversubscribed && ++pass % SMALL_CLOCK_PASSES != 0) {
+            coll_cpu_pause();
+            continue;
+        }
+        now = coll_time_s();
+        if (start == 0.0) { /* the clock is read only once the first passes failed */
+            start      = now;
+            *start_p   = now;
+            next_check = now + SMALL_SLICE_S;
+        }
+        if (now >= next_check || now - start >= spin) {
+            comm->last_progress = start; /* the deadline counts from the wait */
+            if (coll_engine_check(comm, NULL) != COLL_OK) {
+                return comm->error;
+            }
+            next_check = now + SMALL_SLICE_S;
+        }
+        if (now - start >= spin) {
+            if (!arm) { /* poll again, armed, before the first sleep */
+                arm = 1;
+                continue;
+            }
+            coll_engine_block(comm, SMALL_SLICE_S);
+        } else if (comm->oversubscribed) {
+            sched_yield();
+        }
+    }
+}
+
+coll_result_t coll_small_allreduce(coll_comm_t *comm, const coll_args_t *a, const void *sendbuf,
+                                   void *recvbuf)
+{
+    const coll_comm_tp_t *tp     = &comm->tp[comm->win_tp];
+    size_t                esize  = coll_dtype_size(a->dtype);
+    size_t                bytes  = a->count * esize;
+    int                   parity = (int)(comm->small_calls & 1);
+    uint64_t              stamp  = ((comm->small_calls + 1) << 8) | coll_diag_fp8(a);
+    coll_tp_small_t      *mine   = tp->ops->small_slot(tp->ctx, comm->rank, parity);
+    double                t0     = 0.0; /* when the wait began, if it was long enough to tell */
+    coll_result_t         st;
+
+    comm->small_seq    = comm->coll_seq++;
+    comm->small_args   = *a;
+    comm->small_active = 1;
+    comm->small_calls++;
+    memcpy(mine->data, a->in_place ? recvbuf : sendbuf, bytes);
+    mine->count = a->count;
+    mine->dtype = (int32_t)a->dtype;
+    mine->op    = (int32_t)a->op;
+    atomic_store_explicit(&mine->stamp, stamp, memory_order_release);
+    tp->ops->small_publish(tp->ctx);
+
+    st = small_wait(comm, tp, parity, stamp, &t0);
+    for (int r = 0; r < comm->nranks && st == COLL_OK; r++) {
+        st = small_compare(comm, r, tp->ops->small_slot(tp->ctx, r, parity), a);
+    }
+    if (st == COLL_OK) { /* x0 op x1 op ... in rank order, the same on every rank */
+        const void  *x0 = tp->ops->small_slot(tp->ctx, 0, parity)->data;
+        const void  *x1 = tp->ops->small_slot(tp->ctx, 1, parity)->data;
+        coll_redop_t op = (a->op == COLL_AVG) ? COLL_SUM : a->op;
+
+        coll_reduce3(a->dtype, op, recvbuf, x0, x1, a->count);
+        for (int r = 2; r < comm->nranks; r++) {
+            coll_reduce3(a->dtype, op, recvbuf, recvbuf,
+                         tp->ops->small_slot(tp->ctx, r, parity)->data, a->count);
+        }
+        if (a->op == COLL_AVG) {
+            coll_reduce_div(a->dtype, recvbuf, a->count, comm->nranks);
+        }
+        /* arrival statistics: a rank that found every input there waited ~0 */
+        if (t0 > 0.0) {
+            comm->last_progress = coll_time_s();
+        }
+        coll_diag_record(comm, a->coll, comm->small_seq, t0 > 0.0 ? comm->last_progress - t0 : 0.0);
+    }
+    comm->small_active  = 0;
+    comm->small_waiting = -1;
+    return st;
+}
