@@ -29,6 +29,7 @@
 
 #define SMALL_SLICE_S      0.02
 #define SMALL_CLOCK_PASSES 32u
+#define SMALL_TIGHT_PASSES 2048u /* before the first pause: a pause costs up to ~140 cycles */
 
 int coll_small_eligible(coll_comm_t *comm, coll_args_t *a)
 {
@@ -97,7 +98,9 @@ static coll_result_t small_wait(coll_comm_t *comm, const coll_comm_tp_t *tp, int
             coll_engine_progress(comm); /* non-blocking calls started earlier */
         }
         if (!comm->oversubscribed && ++pass % SMALL_CLOCK_PASSES != 0) {
-            coll_cpu_pause();
+            if (pass > SMALL_TIGHT_PASSES) {
+                coll_cpu_pause();
+            }
             continue;
         }
         now = coll_time_s();
