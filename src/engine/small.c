@@ -29,6 +29,7 @@
 
 #define SMALL_SLICE_S      0.02
 #define SMALL_CLOCK_PASSES 32u
+#define SMALL_TIGHT_S      50e-6 /* as wait.c: spin, then yield after each pass */
 #define SMALL_TIGHT_PASSES 2048u /* before the first pause: a pause costs up to ~140 cycles */
 
 int coll_small_eligible(coll_comm_t *comm, coll_args_t *a)
@@ -71,7 +72,7 @@ static coll_result_t small_wait(coll_comm_t *comm, const coll_comm_tp_t *tp, int
     double        spin  = coll_param_time(COLL_P_SPIN_TIME);
     double        start = 0.0, next_check = 0.0, now = 0.0;
     unsigned      pass = 0;
-    int           next = 0, arm = 0;
+    int           next = 0, arm = 0, polite = comm->oversubscribed;
     coll_result_t st;
 
     for (;;) {
@@ -97,7 +98,7 @@ static coll_result_t small_wait(coll_comm_t *comm, const coll_comm_tp_t *tp, int
         if (comm->active != NULL) {
             coll_engine_progress(comm); /* non-blocking calls started earlier */
         }
-        if (!comm->oversubscribed && ++pass % SMALL_CLOCK_PASSES != 0) {
+        if (!polite && ++pass % SMALL_CLOCK_PASSES != 0) {
             if (pass > SMALL_TIGHT_PASSES) {
                 coll_cpu_pause();
             }
@@ -109,6 +110,7 @@ static coll_result_t small_wait(coll_comm_t *comm, const coll_comm_tp_t *tp, int
             *start_p   = now;
             next_check = now + SMALL_SLICE_S;
         }
+        polite |= now - start >= SMALL_TIGHT_S;
         if (now >= next_check || now - start >= spin) {
             comm->last_progress = start; /* the deadline counts from the wait */
             if (coll_engine_check(comm, NULL) != COLL_OK) {
@@ -122,7 +124,7 @@ static coll_result_t small_wait(coll_comm_t *comm, const coll_comm_tp_t *tp, int
                 continue;
             }
             coll_engine_block(comm, SMALL_SLICE_S);
-        } else if (comm->oversubscribed) {
+        } else if (polite) {
             sched_yield();
         }
     }

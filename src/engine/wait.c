@@ -4,9 +4,10 @@
  * for shm, poll for tcp) in slices of at most 20 ms, checking between slices the bootstrap
  * control connection (another rank died or aborted), the abort flag, and the deadline: if no
  * step of the communicator completed for timeout_s, the wait fails naming the peer it waits on.
- * While it polls, a rank with a CPU to itself spins (a pause per pass, the clock read every
- * WAIT_CLOCK_PASSES passes: a clock read costs as much as a pass); a rank of a host with more
- * ranks than CPUs yields the CPU after each pass so that the peer it waits for can run.
+ * While it polls, a rank with a CPU to itself spins for WAIT_TIGHT_S (a pause per pass, the
+ * clock read every WAIT_CLOCK_PASSES passes: a clock read costs as much as a pass), then yields
+ * the CPU after each pass; a rank of a host with more ranks than CPUs yields from the start, so
+ * that the peer it waits for can run.
  */
 #include "engine.h"
 #include "compiler.h"
@@ -20,6 +21,7 @@
 
 #define WAIT_SLICE_S      0.02
 #define WAIT_CLOCK_PASSES 32u
+#define WAIT_TIGHT_S      50e-6 /* spinning without yields, where there is a CPU per rank */
 
 /* Control plane and deadline checks; lock held. Returns the communicator's error if any. */
 coll_result_t coll_engine_check(coll_comm_t *comm, coll_task_t *req)
@@ -67,7 +69,8 @@ coll_result_t coll_engine_wait(coll_task_t *req)
     double        next_check = start + WAIT_SLICE_S;
     coll_result_t st;
 
-    unsigned pass = 0;
+    unsigned pass   = 0;
+    int      polite = comm->oversubscribed; /* yield the CPU after each pass */
 
     pthread_mutex_lock(&comm->lock);
     for (;;) {
@@ -75,11 +78,12 @@ coll_result_t coll_engine_wait(coll_task_t *req)
         if (req->finished || req->status < 0 || comm->error != COLL_OK) {
             break;
         }
-        if (!comm->oversubscribed && ++pass % WAIT_CLOCK_PASSES != 0) {
+        if (!polite && ++pass % WAIT_CLOCK_PASSES != 0) {
             coll_cpu_pause();
             continue;
         }
         double now = coll_time_s();
+        polite |= now - start >= WAIT_TIGHT_S;
         if (now >= next_check || now - start >= spin) {
             if (coll_engine_check(comm, req) != COLL_OK) {
                 break;
@@ -88,7 +92,7 @@ coll_result_t coll_engine_wait(coll_task_t *req)
         }
         if (now - start >= spin) {
             coll_engine_block(comm, WAIT_SLICE_S);
-        } else if (comm->oversubscribed) {
+        } else if (polite) {
             sched_yield(); /* let the rank we wait for run */
         }
     }
