@@ -138,6 +138,12 @@ COLL_API coll_result_t coll_ddp_set_bucket_comm(coll_ddp_t *ddp, int bucket,
 /** @brief Counters, timings (overlap) and memory accounting. */
 COLL_API coll_result_t coll_ddp_get_stats(const coll_ddp_t *ddp, coll_ddp_stats_t *stats_p);
 
+/**
+ * @brief Collective, between steps: coll_comm_stats(3)'s arrival summary of the gradient
+ *        all-reduces ("rank 2 arrived last in 87% of collectives, mean +14.000 ms ...").
+ */
+COLL_API coll_result_t coll_ddp_arrival_stats(coll_ddp_t *ddp, char *buf, size_t len);
+
 /* ---- ZeRO: sharded optimizer state, gradients and parameters ---- */
 
 /** @brief Opaque ZeRO object: parameters, gradients and optimizer state, sharded by stage. */
@@ -240,6 +246,9 @@ COLL_API coll_result_t coll_zero_release_layer(coll_zero_t *zero, int layer);
 
 /** @brief Memory accounting and counters. */
 COLL_API coll_result_t coll_zero_get_stats(const coll_zero_t *zero, coll_zero_stats_t *stats_p);
+
+/** @brief Collective, between steps: the arrival summary of the object's collectives. */
+COLL_API coll_result_t coll_zero_arrival_stats(coll_zero_t *zero, char *buf, size_t len);
 
 /**
  * @brief Collective: write dir/rank-NNNNN.bin (this rank's shard: parameters and optimizer

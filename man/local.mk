@@ -41,6 +41,7 @@ dist_man_MANS += \
     man/man3/coll_ddp_create.3 \
     man/man3/coll_ddp_destroy.3 \
     man/man3/coll_ddp_get_stats.3 \
+    man/man3/coll_ddp_arrival_stats.3 \
     man/man3/coll_ddp_grad.3 \
     man/man3/coll_ddp_grad_ready.3 \
     man/man3/coll_ddp_register.3 \
@@ -87,6 +88,7 @@ dist_man_MANS += \
     man/man3/coll_zero_destroy.3 \
     man/man3/coll_zero_gather_layer.3 \
     man/man3/coll_zero_get_stats.3 \
+    man/man3/coll_zero_arrival_stats.3 \
     man/man3/coll_zero_grad.3 \
     man/man3/coll_zero_grad_ready.3 \
     man/man3/coll_zero_load.3 \

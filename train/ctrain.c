@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 /* ---- helpers ---- */
 
@@ -273,6 +274,26 @@ static FILE *csv_open(const char *path, int start_step)
     return f;
 }
 
+/* ---- stragglers: who arrived last at the gradient collectives (collective, between steps) ---- */
+
+static void print_stragglers(coll_zero_t *zero, coll_ddp_t *ddp, int rank)
+{
+    char          text[2048];
+    coll_result_t st = zero != NULL ? coll_zero_arrival_stats(zero, text, sizeof(text))
+                                    : coll_ddp_arrival_stats(ddp, text, sizeof(text));
+    if (st != COLL_OK) {
+        fprintf(stderr, "ctrain: rank %d: arrival summary failed: %s (%s)\n", rank,
+                coll_strerror(st), coll_last_error());
+        return;
+    }
+    if (rank == 0) { /* one "stragglers:" line per line of the summary */
+        for (char *line = strtok(text, "\n"); line != NULL; line = strtok(NULL, "\n")) {
+            printf("stragglers: %s\n", line);
+        }
+        fflush(stdout);
+    }
+}
+
 /* ---- main: set up, train, evaluate, report ---- */
 
 int main(int argc, char **argv)
@@ -330,6 +351,9 @@ int main(int argc, char **argv)
         if (o.kill_at > 0 && start == 0 && step + 1 == o.kill_at && rank == nranks - 1) {
             raise(SIGKILL); /* --kill-at: a rank dies hard in the middle of the run */
         }
+        if (rank == o.slow_rank && o.slow_ms > 0) {
+            usleep((useconds_t)o.slow_ms * 1000u); /* --slow-rank: a straggler */
+        }
         if (zero != NULL) {
             ctrain_zero_begin(zero, gpt);
         } else {
@@ -384,6 +408,7 @@ int main(int argc, char **argv)
         int do_eval = o.eval_every > 0 && ((step + 1) % o.eval_every == 0 || step + 1 == o.steps);
         if (do_eval) {
             val_loss = evaluate(gpt, &o, rank, nranks, world, &val_acc);
+            print_stragglers(zero, ddp, rank);
         }
         double dt = now_s() - t0; /* the step's time, before any checkpoint work */
         t_ckpt[in_flight] += dt;

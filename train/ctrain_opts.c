@@ -46,7 +46,12 @@ void ctrain_usage(FILE *f)
             "  --ckpt-every N           checkpoint every N steps [0 = never]\n"
             "  --resume                 continue from the newest valid checkpoint, if any\n"
             "  --kill-at N              fault injection: last rank kills itself (SIGKILL) at\n"
-            "                           step N of a run not resumed [0 = off]\n");
+            "                           step N of a run not resumed [0 = off]\n"
+            "  --slow-rank R:MS         fault injection: rank R sleeps MS ms before each step's\n"
+            "                           compute (a straggler, named in the arrival summary)\n"
+            "\n"
+            "At each evaluation and at the end, rank 0 prints which rank arrived last at the\n"
+            "gradient collectives, how often and by how much (the arrival summary).\n");
 }
 
 static int opt_int(const char *name, const char *s, int min, int *out)
@@ -147,6 +152,7 @@ static const struct option ctrain_longopts[] = {{"model", 1, 0, 'm'},
                                                 {"ckpt-every", 1, 0, 'K'},
                                                 {"resume", 0, 0, 'R'},
                                                 {"kill-at", 1, 0, 'X'},
+                                                {"slow-rank", 1, 0, 'Q'},
                                                 {0, 0, 0, 0}};
 
 static int opt_one(int c, const char *a, ctrain_opts_t *o)
@@ -240,6 +246,25 @@ static int opt_one(int c, const char *a, ctrain_opts_t *o)
         return 0;
     case 'X':
         return opt_int("kill-at", a, 0, &o->kill_at);
+    case 'Q': {
+        char *end;
+        long  r = strtol(a, &end, 10), ms = -1;
+        if (end != a && *end == ':') {
+            char *e2;
+            ms = strtol(end + 1, &e2, 10);
+            ms = (e2 != end + 1 && *e2 == '\0') ? ms : -1;
+        }
+        if (r < 0 || r > 1000000L || ms < 0 || ms > 60000L) {
+            fprintf(stderr,
+                    "ctrain: --slow-rank wants RANK:MS (rank >= 0, 0 <= ms <= 60000), "
+                    "got '%s'\n",
+                    a);
+            return -1;
+        }
+        o->slow_rank = (int)r;
+        o->slow_ms   = (int)ms;
+        return 0;
+    }
     default:
         return -1;
     }
@@ -268,7 +293,8 @@ int ctrain_opts_parse(int argc, char **argv, ctrain_opts_t *o)
                          .comm_dtype   = COLL_FLOAT32,
                          .seed         = 1337,
                          .eval_every   = 25,
-                         .eval_batches = 4};
+                         .eval_batches = 4,
+                         .slow_rank    = -1};
     *o                = def;
     int c;
     optind = 1;

@@ -33,7 +33,9 @@ typedef struct {
     const char            *ckpt_dir;   /* checkpoints; NULL: none */
     int                    ckpt_every; /* steps between checkpoints */
     int                    resume;     /* start from the newest valid checkpoint in ckpt_dir */
-    int kill_at; /* fault injection: the last rank SIGKILLs itself at this step */
+    int kill_at;   /* fault injection: the last rank SIGKILLs itself at this step */
+    int slow_rank; /* fault injection: this rank sleeps slow_ms before each step, -1: none */
+    int slow_ms;
 } ctrain_opts_t;
 
 int  ctrain_opts_parse(int argc, char **argv, ctrain_opts_t *o);

@@ -63,6 +63,10 @@ void coll_diag_stats_pack(coll_comm_t *comm, double *out)
     memcpy(out + COLL_STATS_WINDOW, comm->stats->wait, sizeof(comm->stats->wait));
 }
 
+/* "Arrived last" counts only calls whose arrivals spread this much: within it the order is the
+ * scheduler's, not a straggler's. The mean and max lateness count every call. */
+#define STATS_SKEW_MIN_S 1e-4
+
 /* all: every rank's packed window, rank r at r * 2 * COLL_STATS_WINDOW. */
 void coll_diag_stats_summary(const double *all, int nranks, char *buf, size_t len)
 {
@@ -74,6 +78,7 @@ void coll_diag_stats_summary(const double *all, int nranks, char *buf, size_t le
         return;
     }
     double *late_max = late_sum + nranks, *last = late_sum + 2 * nranks;
+    int     nskewed = 0; /* calls whose last rank came STATS_SKEW_MIN_S or more after the first */
     for (int s = 0; s < COLL_STATS_WINDOW; s++) {
         double seq = all[s], wmax = -1, wmin = INFINITY;
         int    common = seq > 0, who = -1;
@@ -90,21 +95,26 @@ void coll_diag_stats_summary(const double *all, int nranks, char *buf, size_t le
             continue;
         }
         ncalls++;
-        last[who] += 1;
+        if (wmax - wmin >= STATS_SKEW_MIN_S) { /* below it, who came last is noise */
+            nskewed++;
+            last[who] += 1;
+        }
         for (int r = 0; r < nranks; r++) {
             double l = wmax - all[r * per + COLL_STATS_WINDOW + s];
             late_sum[r] += l;
             late_max[r] = l > late_max[r] ? l : late_max[r];
         }
     }
-    off += (size_t)snprintf(buf, len, "arrival over the last %d collectives seen by all %d ranks\n",
-                            ncalls, nranks);
+    off += (size_t)snprintf(buf, len,
+                            "arrival over the last %d collectives seen by all %d ranks (%d with "
+                            "arrivals %.1f ms or more apart)\n",
+                            ncalls, nranks, nskewed, 1e3 * STATS_SKEW_MIN_S);
     for (int r = 0; r < nranks && ncalls > 0 && off < len; r++) {
         off += (size_t)snprintf(buf + off, len - off,
                                 "rank %d arrived last in %.0f%% of collectives, mean +%.3f ms, max "
                                 "+%.3f ms\n",
-                                r, 100.0 * last[r] / ncalls, 1e3 * late_sum[r] / ncalls,
-                                1e3 * late_max[r]);
+                                r, nskewed > 0 ? 100.0 * last[r] / nskewed : 0.0,
+                                1e3 * late_sum[r] / ncalls, 1e3 * late_max[r]);
     }
     coll_free(late_sum);
 }

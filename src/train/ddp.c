@@ -594,3 +594,14 @@ COLL_API coll_result_t coll_ddp_get_stats(const coll_ddp_t *ddp, coll_ddp_stats_
     stats_p->wire_bytes = atomic_load(&((coll_ddp_t *)ddp)->worker.wire_bytes);
     return COLL_OK;
 }
+
+COLL_API coll_result_t coll_ddp_arrival_stats(coll_ddp_t *ddp, char *buf, size_t len)
+{
+    const char *fn = "coll_ddp_arrival_stats";
+    COLL_CHECK(ddp_check(ddp, fn));
+    if (ddp->in_step) {
+        return coll_train_error(COLL_ERR_INVALID_USAGE, fn,
+                                "a step is in progress: call coll_ddp_wait first");
+    }
+    return coll_train_worker_arrival(&ddp->worker, fn, buf, len);
+}

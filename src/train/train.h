@@ -59,6 +59,8 @@ typedef struct {
     train_op_t     *tail;
     int             stop;
     int             started;
+    unsigned long   submitted; /* ops submitted and finished (under lock): equal when idle */
+    unsigned long   finished;
     atomic_ullong   wire_bytes; /* ring-model bytes sent by this rank */
 } train_worker_t;
 
@@ -71,6 +73,9 @@ void          coll_train_worker_submit(train_worker_t *w, train_op_t *op);
 coll_result_t coll_train_worker_wait(train_worker_t *w, train_op_t *op);
 /* 1 if op is done (never blocks). */
 int coll_train_worker_test(train_worker_t *w, train_op_t *op);
+/* Collective, with the worker idle: the arrival summary of its communicator
+ * (coll_comm_stats); COLL_ERR_INVALID_USAGE while ops are in flight. */
+coll_result_t coll_train_worker_arrival(train_worker_t *w, const char *fn, char *buf, size_t len);
 
 /* Conversions with round-to-nearest-even, NaN kept a NaN. */
 void coll_train_to_half(void *dst, const float *src, size_t n, coll_dtype_t half);

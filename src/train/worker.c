@@ -87,6 +87,7 @@ static void worker_finish_op(train_worker_t *w, train_op_t *op, coll_result_t st
     pthread_mutex_lock(&w->lock);
     op->status = st;
     op->done   = 1;
+    w->finished++;
     pthread_cond_broadcast(&w->cv_done);
     pthread_mutex_unlock(&w->lock);
 }
@@ -196,8 +197,28 @@ void coll_train_worker_submit(train_worker_t *w, train_op_t *op)
         w->tail->next = op;
     }
     w->tail = op;
+    w->submitted++;
     pthread_cond_signal(&w->cv_work);
     pthread_mutex_unlock(&w->lock);
+}
+
+coll_result_t coll_train_worker_arrival(train_worker_t *w, const char *fn, char *buf, size_t len)
+{
+    unsigned long busy;
+
+    if (buf == NULL || len == 0) {
+        return coll_train_error(COLL_ERR_INVALID_ARG, fn, "buf is NULL or len is 0");
+    }
+    pthread_mutex_lock(&w->lock);
+    busy = w->submitted - w->finished;
+    pthread_mutex_unlock(&w->lock);
+    if (busy != 0) {
+        return coll_train_error(COLL_ERR_INVALID_USAGE, fn,
+                                "%lu collective(s) of this step in flight: call it between steps",
+                                busy);
+    }
+    /* the worker is idle, so the caller may use its communicator */
+    return coll_comm_stats(w->comm, buf, len);
 }
 
 coll_result_t coll_train_worker_wait(train_worker_t *w, train_op_t *op)

@@ -664,3 +664,10 @@ COLL_API coll_result_t coll_zero_get_stats(const coll_zero_t *zero, coll_zero_st
     stats_p->wire_bytes         = atomic_load(&z->worker.wire_bytes);
     return COLL_OK;
 }
+
+COLL_API coll_result_t coll_zero_arrival_stats(coll_zero_t *zero, char *buf, size_t len)
+{
+    const char *fn = "coll_zero_arrival_stats";
+    COLL_CHECK(zero_check(zero, fn));
+    return coll_train_worker_arrival(&zero->worker, fn, buf, len);
+}

@@ -5,7 +5,8 @@
 # the same global batch, 4 ranks x batch 2 and 1 rank x batch 2 x 4 accumulation steps give the
 # loss curve of 1 rank x batch 8 (to 1e-5 relative: only summation order differs); bf16 on the
 # wire stays within 1e-2; ZeRO-1/2 = DDP; top-k and 1-bit compression train and send less; the same for the MLP on Fashion-MNIST, which must also pass 70%
-# validation accuracy. Bad options and missing data are refused with status 2.
+# validation accuracy; a rank made slow (--slow-rank) is named by the stragglers summary. Bad
+# options and missing data are refused with status 2.
 # Exit 0 pass, 1 fail, 99 harness error.
 srcdir=${srcdir:-.}
 CTRAIN=${top_builddir:-.}/ctrain
@@ -70,7 +71,26 @@ else
     echo "mlp: $FM absent, the MLP part is not run"
 fi
 grep -q "^step   12/12 .*| val " "$T/four.out" || { echo "FAIL: no progress line with validation loss"; nfail=$((nfail + 1)); }
-for bad in "--model cnn" "--model mlp --data $T" "--steps 0" "--channels 30 --heads 4" "--compress topk:2" "--comm-dtype int8" "--zero 7" "--zero 1" "--data $T/none.txt" "--bogus"; do
+# stragglers: rank 1 (DDP) or rank 2 (ZeRO-1) sleeps 30 ms before each step's compute; the last
+# arrival summary must show it the latest on average (5 ms or more, twice any other rank) and,
+# with DDP (one skewed all-reduce per step), last in most of the skewed collectives
+straggler() { # name, rank, minimum % last
+    sed -n 's/^stragglers: //p' "$T/$1.out" | tail -4 | sed 's/^/  /'
+    awk -v r="$2" -v minpct="$3" '/^stragglers: rank [0-9]+ arrived last/ {
+            split($0, f, " "); k = f[3] + 0
+            if (match($0, /last in [0-9]+%/)) pct[k] = substr($0, RSTART + 8, RLENGTH - 9) + 0
+            if (match($0, /mean \+[0-9.]+ ms/)) mean[k] = substr($0, RSTART + 6, RLENGTH - 9) + 0
+            n = k + 1 > n ? k + 1 : n }
+        END { ok = n > 0 && mean[r] >= 5 && pct[r] >= minpct
+              for (k = 0; k < n; k++) if (k != r && 2 * mean[k] > mean[r]) ok = 0
+              exit !ok }' "$T/$1.out" || { cat "$T/$1.out"; echo "FAIL: $1 does not name rank $2"; nfail=$((nfail + 1)); }
+}
+S="--data $srcdir/tests/ctrain/moby_dick_200k.txt --steps 8 --eval-every 4 --layers 1 --channels 32 --heads 4 --seqlen 32 --batch 2"
+run slow "$COLLRUN" -n 3 "$CTRAIN" $S --warmup 2 --slow-rank 1:30
+straggler slow 1 60
+run slowz "$COLLRUN" -n 3 "$CTRAIN" $S $Z --zero 1 --slow-rank 2:30
+straggler slowz 2 0
+for bad in "--model cnn" "--model mlp --data $T" "--steps 0" "--channels 30 --heads 4" "--compress topk:2" "--comm-dtype int8" "--zero 7" "--zero 1" "--data $T/none.txt" "--slow-rank 1" "--slow-rank x:5" "--bogus"; do
     "$CTRAIN" $bad >"$T/bad.out" 2>&1
     rc=$?
     if [ $rc -ne 2 ] || ! grep -q "ctrain: " "$T/bad.out"; then

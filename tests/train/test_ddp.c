@@ -162,6 +162,7 @@ static int ddp_case_rank(int rank, int n, coll_comm_t *comm, void *arg)
 /* Invalid arguments and usage: an error code and a message naming the argument. */
 static int ddp_errors_rank(int rank, int n, coll_comm_t *comm, void *arg)
 {
+    char              text[1024];
     coll_ddp_config_t cfg = COLL_DDP_CONFIG_INITIALIZER;
     coll_ddp_t       *ddp;
     float             p[4] = {(float)rank, 1, 2, 3}, g[4] = {0};
@@ -194,6 +195,8 @@ static int ddp_errors_rank(int rank, int n, coll_comm_t *comm, void *arg)
     ASSERT_OK(coll_ddp_grad_ready(ddp, 0));
     ASSERT_EQ(coll_ddp_grad_ready(ddp, 0), COLL_ERR_INVALID_USAGE);
     ASSERT_STR_CONTAINS(coll_last_error(), "twice");
+    ASSERT_EQ(coll_ddp_arrival_stats(ddp, text, sizeof(text)), COLL_ERR_INVALID_USAGE);
+    ASSERT_STR_CONTAINS(coll_last_error(), "coll_ddp_wait");
     ASSERT_EQ(coll_ddp_set_sync(ddp, 0), COLL_ERR_INVALID_USAGE);
     ASSERT_EQ(coll_ddp_register(ddp, p, g, 4, COLL_FLOAT32, NULL), COLL_ERR_INVALID_USAGE);
     ASSERT_OK(coll_ddp_wait(ddp));
@@ -205,6 +208,10 @@ static int ddp_errors_rank(int rank, int n, coll_comm_t *comm, void *arg)
     ASSERT_OK(coll_ddp_broadcast_params(ddp, 0));
     ASSERT_TRUE(p[0] == 0.0f); /* rank 0's parameters everywhere */
     ASSERT_EQ(coll_ddp_get_stats(ddp, NULL), COLL_ERR_INVALID_ARG);
+    ASSERT_EQ(coll_ddp_arrival_stats(ddp, NULL, 10), COLL_ERR_INVALID_ARG);
+    ASSERT_EQ(coll_ddp_arrival_stats(NULL, text, sizeof(text)), COLL_ERR_INVALID_ARG);
+    ASSERT_OK(coll_ddp_arrival_stats(ddp, text, sizeof(text))); /* collective, between steps */
+    ASSERT_STR_CONTAINS(text, "collectives seen by all");
     ASSERT_OK(coll_ddp_destroy(ddp));
     return 0;
 }
