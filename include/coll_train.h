@@ -247,6 +247,19 @@ COLL_API coll_result_t coll_zero_release_layer(coll_zero_t *zero, int layer);
 /** @brief Memory accounting and counters. */
 COLL_API coll_result_t coll_zero_get_stats(const coll_zero_t *zero, coll_zero_stats_t *stats_p);
 
+/** @brief The learning rate of the following coll_zero_step() calls (a schedule sets it each
+ *         step); > 0. */
+COLL_API coll_result_t coll_zero_set_lr(coll_zero_t *zero, float lr);
+
+/**
+ * @brief Collective, after backward and before coll_zero_step(): waits for the gradient
+ *        reductions and computes the L2 norm of the averaged gradients over all parameters
+ *        (*total_norm_p, may be NULL); if max_norm > 0 and the norm exceeds it, scales the
+ *        gradients by max_norm / (norm + 1e-6), as torch.nn.utils.clip_grad_norm_.
+ */
+COLL_API coll_result_t coll_zero_clip_grad_norm(coll_zero_t *zero, float max_norm,
+                                                double *total_norm_p);
+
 /** @brief Collective, between steps: the arrival summary of the object's collectives. */
 COLL_API coll_result_t coll_zero_arrival_stats(coll_zero_t *zero, char *buf, size_t len);
 

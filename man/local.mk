@@ -89,6 +89,8 @@ dist_man_MANS += \
     man/man3/coll_zero_gather_layer.3 \
     man/man3/coll_zero_get_stats.3 \
     man/man3/coll_zero_arrival_stats.3 \
+    man/man3/coll_zero_set_lr.3 \
+    man/man3/coll_zero_clip_grad_norm.3 \
     man/man3/coll_zero_grad.3 \
     man/man3/coll_zero_grad_ready.3 \
     man/man3/coll_zero_load.3 \

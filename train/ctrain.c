@@ -6,7 +6,7 @@
  * gradient clipping, one progress line per step, a validation loss and a loss CSV. Uses only coll.h
  * and coll_train.h. Checkpoints are atomic and checksummed, one shard per rank written in the
  * background, with resume (ckpt.c).
- * --zero 1|2 runs the optimizer sharded (ctrain_zero.c; constant lr, no clipping).
+ * --zero 1|2 runs the optimizer sharded (ctrain_zero.c), with the same schedule and clipping.
  * Not built yet: ZeRO stage 3 in ctrain, mixed precision, checkpoints under ZeRO.
  * Run: collrun -n 4 ./ctrain --data data/moby_dick.txt
  */
@@ -383,7 +383,7 @@ int main(int argc, char **argv)
         uint64_t wire_now;
         float    lr = lr_at(&o, step), norm = NAN;
         if (zero != NULL) { /* reduce-scatter, shard-wise AdamW, all-gather */
-            wire_now = ctrain_zero_step(zero, gpt);
+            wire_now = ctrain_zero_step(zero, gpt, lr, o.clip, &norm);
             comm_s   = now_s() - tz;
         } else {
             coll_ddp_stats_t st;

@@ -29,8 +29,8 @@ void ctrain_usage(FILE *f)
             "  --min-lr-ratio X         cosine decays to X * lr [0.1]\n"
             "  --weight-decay X         AdamW decoupled decay [0.1]\n"
             "  --clip X                 gradient-norm clip, 0 = off [1.0]\n"
-            "  --zero 0|1|2             ZeRO stage (0 = DDP); 1|2 need --clip 0 --warmup 0\n"
-            "                           --min-lr-ratio 1 (constant lr) [0]\n"
+            "  --zero 0|1|2             ZeRO stage (0 = DDP); 1: optimizer state sharded,\n"
+            "                           2: gradients too (same schedule and clipping) [0]\n"
             "  --compress none|topk:RATIO|onebit   per-bucket gradient compression [none]\n"
             "  --compress-warmup N      first N steps dense (with --compress) [0]\n"
             "  --bucket-mb X            DDP bucket cap in MiB [25]\n"
@@ -308,13 +308,8 @@ int ctrain_opts_parse(int argc, char **argv, ctrain_opts_t *o)
             return -1;
         }
     }
-    if (o->zero > 0 && (o->clip != 0.0f || o->warmup != 0 || o->min_lr_ratio != 1.0f ||
-                        o->compress.kind != 0 || o->ckpt_dir != NULL || o->dump_dir != NULL)) {
-        fprintf(stderr,
-                "ctrain: --zero %d takes a constant learning rate and no clipping "
-                "(--clip 0 --warmup 0 --min-lr-ratio 1), and no --compress, --ckpt-dir "
-                "or --dump\n",
-                o->zero);
+    if (o->zero > 0 && (o->compress.kind != 0 || o->ckpt_dir != NULL || o->dump_dir != NULL)) {
+        fprintf(stderr, "ctrain: --zero %d takes no --compress, --ckpt-dir or --dump\n", o->zero);
         return -1;
     }
     o->compress.warmup_steps = o->compress_warmup;

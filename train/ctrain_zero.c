@@ -58,10 +58,14 @@ void ctrain_zero_ready(void *arg, int first, int n)
     }
 }
 
-uint64_t ctrain_zero_step(coll_zero_t *z, model_t *m)
+uint64_t ctrain_zero_step(coll_zero_t *z, model_t *m, float lr, float clip, float *norm_p)
 {
     coll_zero_stats_t st;
+    double            norm = 0.0;
+    zero_check(coll_zero_clip_grad_norm(z, clip, &norm), "coll_zero_clip_grad_norm");
+    zero_check(coll_zero_set_lr(z, lr), "coll_zero_set_lr");
     zero_check(coll_zero_step(z), "coll_zero_step");
+    *norm_p = (float)norm;
     zero_point_params(z, m);
     zero_check(coll_zero_get_stats(z, &st), "coll_zero_get_stats");
     return st.wire_bytes;

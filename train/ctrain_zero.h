@@ -2,8 +2,8 @@
 /*
  * ctrain_zero.h -- ctrain with --zero 1|2: the model's parameters and gradients live in a
  * coll_zero object (sharded optimizer state, and sharded gradients at stage 2) and
- * coll_zero_step runs AdamW shard-wise. Constant learning rate, no clipping (the ZeRO
- * optimizer has neither a schedule nor a global norm); stage 3 is not wired in.
+ * coll_zero_step runs AdamW shard-wise, with the schedule's learning rate (coll_zero_set_lr) and
+ * global gradient-norm clipping (coll_zero_clip_grad_norm); stage 3 is not wired in.
  */
 #ifndef CTRAIN_ZERO_H
 #define CTRAIN_ZERO_H
@@ -20,7 +20,8 @@ coll_zero_t *ctrain_zero_setup(coll_comm_t *world, const ctrain_opts_t *o, model
 void ctrain_zero_begin(coll_zero_t *z, model_t *m);
 /* gpt_ready_fn_t for backward: report tensors' gradients final. */
 void ctrain_zero_ready(void *arg, int first, int n);
-/* Reduce, update, gather; re-point model->params. Returns bytes sent so far. */
-uint64_t ctrain_zero_step(coll_zero_t *z, model_t *m);
+/* Reduce, clip to clip (0: off), update with lr, gather; re-point model->params. *norm_p: the
+ * gradient norm before clipping. Returns bytes sent so far. */
+uint64_t ctrain_zero_step(coll_zero_t *z, model_t *m, float lr, float clip, float *norm_p);
 
 #endif

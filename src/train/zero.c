@@ -14,6 +14,7 @@
 #include "util.h"
 
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
 
 /* ---- accounting ---- */
@@ -526,6 +527,74 @@ COLL_API coll_result_t coll_zero_step(coll_zero_t *zero)
         zero->params[i].ready = 0;
     }
     zero->next_launch = 0;
+    return COLL_OK;
+}
+
+COLL_API coll_result_t coll_zero_set_lr(coll_zero_t *zero, float lr)
+{
+    const char *fn = "coll_zero_set_lr";
+    COLL_CHECK(zero_check(zero, fn));
+    if (!(lr > 0.0f) || !isfinite(lr)) {
+        return coll_train_error(COLL_ERR_INVALID_ARG, fn, "lr %g: expected a finite lr > 0",
+                                (double)lr);
+    }
+    zero->cfg.optim.lr = lr;
+    return COLL_OK;
+}
+
+/* Collective: waits for the gradient reductions, then the L2 norm of the averaged gradients
+ * over every rank's shard (stage 0: every rank holds them all), one all-reduce of a double
+ * through the worker so it is ordered with the layer's other collectives. */
+COLL_API coll_result_t coll_zero_clip_grad_norm(coll_zero_t *zero, float max_norm,
+                                                double *total_norm_p)
+{
+    const char   *fn = "coll_zero_clip_grad_norm";
+    double        sq = 0.0;
+    train_op_t    op;
+    coll_result_t st;
+
+    COLL_CHECK(zero_check(zero, fn));
+    if (!(max_norm >= 0.0f) || !isfinite(max_norm)) {
+        return coll_train_error(COLL_ERR_INVALID_ARG, fn,
+                                "max_norm %g: expected a finite max_norm >= 0 (0: no clipping)",
+                                (double)max_norm);
+    }
+    COLL_CHECK(coll_zero_build(zero, fn));
+    COLL_CHECK(zero_wait_reductions(zero, fn));
+    for (int k = 0; k < zero->nbuckets; k++) {
+        const zero_bucket_t *b = &zero->buckets[k];
+        for (size_t i = 0; i < b->opt_n; i++) { /* padding holds zeros */
+            sq += (double)b->gshard[i] * b->gshard[i];
+        }
+    }
+    if (zero->cfg.stage > 0 && zero->nranks > 1) {
+        memset(&op, 0, sizeof(op));
+        op.kind    = TRAIN_OP_ALLREDUCE;
+        op.dtype   = COLL_FLOAT64;
+        op.redop   = COLL_SUM;
+        op.count   = 1;
+        op.sendbuf = &sq;
+        op.recvbuf = &sq;
+        coll_train_worker_submit(&zero->worker, &op);
+        st = coll_train_worker_wait(&zero->worker, &op);
+        if (st != COLL_OK) {
+            return coll_train_error(st, fn, "gradient norm all-reduce failed: %s",
+                                    coll_comm_last_error(zero->worker.comm));
+        }
+    }
+    float norm = (float)sqrt(sq);
+    if (max_norm > 0.0f && norm > max_norm) { /* torch.nn.utils.clip_grad_norm_ */
+        float scale = max_norm / (norm + 1e-6f);
+        for (int k = 0; k < zero->nbuckets; k++) {
+            zero_bucket_t *b = &zero->buckets[k];
+            for (size_t i = 0; i < b->opt_n; i++) {
+                b->gshard[i] *= scale;
+            }
+        }
+    }
+    if (total_norm_p != NULL) {
+        *total_norm_p = norm;
+    }
     return COLL_OK;
 }
 

@@ -38,13 +38,20 @@ run bf16 "$COLLRUN" -n 4 "$CTRAIN" $A --batch 2 --comm-dtype bf16
 compare one four 1e-5
 compare one accum 1e-5
 compare one bf16 1e-2
-# ZeRO-1 and ZeRO-2 (optimizer sharded by coll_zero; constant lr, no clipping) = DDP
+# ZeRO-1 and ZeRO-2 (optimizer sharded by coll_zero) = DDP, with a constant lr and no clipping
 Z="--warmup 0 --min-lr-ratio 1 --clip 0 --batch 2"
 run ddpc "$COLLRUN" -n 4 "$CTRAIN" $A $Z
 run zero1 "$COLLRUN" -n 4 "$CTRAIN" $A $Z --zero 1
 run zero2 "$COLLRUN" -n 4 "$CTRAIN" $A $Z --zero 2
 compare ddpc zero1 1e-5
 compare ddpc zero2 1e-5
+# ... and with the default schedule (warm-up, cosine decay) and gradient-norm clipping at 1.0,
+# which binds here (norms of 1.5-5): coll_zero_set_lr + coll_zero_clip_grad_norm = DDP's AdamW
+run zero1s "$COLLRUN" -n 4 "$CTRAIN" $A --batch 2 --zero 1
+run zero2s "$COLLRUN" -n 4 "$CTRAIN" $A --batch 2 --zero 2
+compare four zero1s 1e-5
+compare four zero2s 1e-5
+grep -q "^step   12/12 .*| norm [0-9]" "$T/zero2s.out" || { echo "FAIL: ZeRO progress line without the gradient norm"; nfail=$((nfail + 1)); }
 # compressed gradients: top-k 1% and 1-bit train (loss within 10% of dense after 12 steps) and
 # put far fewer bytes on the wire than dense
 run topk "$COLLRUN" -n 4 "$CTRAIN" $A --batch 2 --compress topk:0.01
@@ -90,7 +97,7 @@ run slow "$COLLRUN" -n 3 "$CTRAIN" $S --warmup 2 --slow-rank 1:30
 straggler slow 1 60
 run slowz "$COLLRUN" -n 3 "$CTRAIN" $S $Z --zero 1 --slow-rank 2:30
 straggler slowz 2 0
-for bad in "--model cnn" "--model mlp --data $T" "--steps 0" "--channels 30 --heads 4" "--compress topk:2" "--comm-dtype int8" "--zero 7" "--zero 1" "--data $T/none.txt" "--slow-rank 1" "--slow-rank x:5" "--bogus"; do
+for bad in "--model cnn" "--model mlp --data $T" "--steps 0" "--channels 30 --heads 4" "--compress topk:2" "--comm-dtype int8" "--zero 7" "--zero 1 --compress onebit" "--data $T/none.txt" "--slow-rank 1" "--slow-rank x:5" "--bogus"; do
     "$CTRAIN" $bad >"$T/bad.out" 2>&1
     rc=$?
     if [ $rc -ne 2 ] || ! grep -q "ctrain: " "$T/bad.out"; then

@@ -369,6 +369,57 @@ static int zero_errors_rank(int rank, int n, coll_comm_t *comm, void *arg)
     return 0;
 }
 
+/* coll_zero_clip_grad_norm + coll_zero_set_lr at every stage: rank r's gradient is
+ * (r + 1) * (i + 1), so the averaged one is (n + 1) / 2 * (i + 1) and its norm known; clipping to
+ * half of it, then plain SGD with lr 2, moves each parameter by -2 * clipped gradient. */
+static int zero_clip_rank(int rank, int n, coll_comm_t *comm, void *arg)
+{
+    enum { N = 37 };
+    const zero_case_t *c   = arg;
+    coll_zero_config_t cfg = COLL_ZERO_CONFIG_INITIALIZER;
+    coll_zero_t       *z;
+    float              init[N], *g, *p;
+    double             sq = 0.0, norm = -1.0, want;
+
+    for (int i = 0; i < N; i++) {
+        init[i] = 0.5f * (float)i;
+        sq += (double)(i + 1) * (i + 1);
+    }
+    want                   = (n + 1) / 2.0 * sqrt(sq);
+    cfg.stage              = c->stage;
+    cfg.optim              = optim_config(COLL_OPTIM_SGD);
+    cfg.optim.momentum     = 0.0f;
+    cfg.optim.weight_decay = 0.0f;
+    ASSERT_OK(coll_zero_create(comm, &cfg, &z));
+    ASSERT_OK(coll_zero_register(z, init, N, COLL_FLOAT32, 0, NULL));
+    ASSERT_EQ(coll_zero_set_lr(z, 0.0f), COLL_ERR_INVALID_ARG);
+    ASSERT_STR_CONTAINS(coll_last_error(), "lr");
+    ASSERT_EQ(coll_zero_set_lr(z, NAN), COLL_ERR_INVALID_ARG);
+    ASSERT_EQ(coll_zero_clip_grad_norm(z, -1.0f, NULL), COLL_ERR_INVALID_ARG);
+    ASSERT_STR_CONTAINS(coll_last_error(), "max_norm");
+    ASSERT_OK(coll_zero_set_lr(z, 2.0f));
+    ASSERT_OK(coll_zero_grad(z, 0, &g));
+    for (int i = 0; i < N; i++) {
+        g[i] = (float)((rank + 1) * (i + 1));
+    }
+    ASSERT_OK(coll_zero_grad_ready(z, 0));
+    ASSERT_OK(coll_zero_clip_grad_norm(z, (float)(want / 2), &norm));
+    ASSERT_(fabs(norm - want) <= 1e-5 * want, "stage %d: norm %.9g, expected %.9g", c->stage, norm,
+            want);
+    ASSERT_OK(coll_zero_step(z));
+    ASSERT_OK(coll_zero_gather_layer(z, 0));
+    ASSERT_OK(coll_zero_param(z, 0, &p));
+    float scale = (float)(want / 2) / ((float)norm + 1e-6f);
+    for (int i = 0; i < N; i++) {
+        double expect = 0.5 * i - 2.0 * scale * (n + 1) / 2.0 * (i + 1);
+        ASSERT_(fabs(p[i] - expect) <= 1e-4 * (1.0 + fabs(expect)),
+                "stage %d: p[%d] = %.7g, expected %.7g", c->stage, i, (double)p[i], expect);
+    }
+    ASSERT_OK(coll_zero_release_layer(z, 0));
+    ASSERT_OK(coll_zero_destroy(z));
+    return 0;
+}
+
 static int run(int n, coll_test_rank_fn_t fn, const zero_case_t *c, const char *what)
 {
     coll_test_opts_t o  = {.nranks = n, .want_comm = 1, .timeout_s = 60};
@@ -414,5 +465,11 @@ int main(void)
     unlink(manifest);
     rmdir(dir);
     failed += run(2, zero_errors_rank, NULL, "zero argument errors");
+    for (int s = 0; s <= 3; s++) {
+        zero_case_t c = {.stage = s};
+        char        what[64];
+        snprintf(what, sizeof(what), "zero stage %d: clipping and lr", s);
+        failed += run(3, zero_clip_rank, &c, what);
+    }
     return failed ? 1 : 0;
 }
