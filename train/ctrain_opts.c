@@ -33,6 +33,10 @@ void ctrain_usage(FILE *f)
             "                           2: gradients too (same schedule and clipping) [0]\n"
             "  --compress none|topk:RATIO|onebit   per-bucket gradient compression [none]\n"
             "  --compress-warmup N      first N steps dense (with --compress) [0]\n"
+            "  --sparsity-warmup N      top-k: then the sent fraction falls from 25%% to RATIO\n"
+            "                           over N steps (DGC's exponential warm-up) [0]\n"
+            "  --topk-momentum F        top-k: momentum correction with factor F (DGC), for\n"
+            "                           SGD-style momentum in the residual; 0 = off [0]\n"
             "  --bucket-mb X            DDP bucket cap in MiB [25]\n"
             "  --comm-dtype fp32|bf16|fp16  gradient dtype on the wire [fp32]\n"
             "  --seed N                 weights and data order [1337]\n"
@@ -138,6 +142,8 @@ static const struct option ctrain_longopts[] = {{"model", 1, 0, 'm'},
                                                 {"zero", 1, 0, 'z'},
                                                 {"compress", 1, 0, 'x'},
                                                 {"compress-warmup", 1, 0, 'y'},
+                                                {"sparsity-warmup", 1, 0, 'P'},
+                                                {"topk-momentum", 1, 0, 'M'},
                                                 {"bucket-mb", 1, 0, 'b'},
                                                 {"comm-dtype", 1, 0, 't'},
                                                 {"seed", 1, 0, 'S'},
@@ -206,6 +212,15 @@ static int opt_one(int c, const char *a, ctrain_opts_t *o)
         return opt_compress(a, &o->compress);
     case 'y':
         return opt_int("compress-warmup", a, 0, &o->compress_warmup);
+    case 'P':
+        return opt_int("sparsity-warmup", a, 0, &o->sparsity_warmup);
+    case 'M':
+        rc = opt_float("topk-momentum", a, 0.0f, &o->topk_momentum);
+        if (rc == 0 && o->topk_momentum >= 1.0f) {
+            fprintf(stderr, "ctrain: --topk-momentum wants 0 <= F < 1, got '%s'\n", a);
+            return -1;
+        }
+        return rc;
     case 'b':
         rc           = opt_float("bucket-mb", a, 0.0f, &f);
         o->bucket_mb = f;
@@ -313,6 +328,14 @@ int ctrain_opts_parse(int argc, char **argv, ctrain_opts_t *o)
         return -1;
     }
     o->compress.warmup_steps = o->compress_warmup;
+    if (o->compress.kind == COLL_COMPRESS_TOPK) {
+        o->compress.sparsity_warmup_steps = o->sparsity_warmup;
+        o->compress.momentum              = o->topk_momentum > 0.0f;
+        o->compress.momentum_factor       = o->topk_momentum;
+    } else if (o->sparsity_warmup > 0 || o->topk_momentum > 0.0f) {
+        fprintf(stderr, "ctrain: --sparsity-warmup and --topk-momentum need --compress topk:R\n");
+        return -1;
+    }
     if (o->data_path == NULL) {
         o->data_path = strcmp(o->model, "mlp") == 0 ? "/usr/share/datasets/fashion-mnist"
                                                     : "data/moby_dick.txt";

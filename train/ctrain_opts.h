@@ -24,6 +24,8 @@ typedef struct {
     coll_dtype_t           comm_dtype;
     coll_compress_config_t compress;        /* kind 0: dense */
     int                    compress_warmup; /* first steps sent dense */
+    int                    sparsity_warmup; /* top-k: steps from 25% down to the ratio */
+    float                  topk_momentum;   /* top-k: DGC momentum correction factor, 0: off */
     uint64_t               seed;
     int                    deterministic;
     int                    eval_every, eval_batches;

@@ -97,7 +97,7 @@ run slow "$COLLRUN" -n 3 "$CTRAIN" $S --warmup 2 --slow-rank 1:30
 straggler slow 1 60
 run slowz "$COLLRUN" -n 3 "$CTRAIN" $S $Z --zero 1 --slow-rank 2:30
 straggler slowz 2 0
-for bad in "--model cnn" "--model mlp --data $T" "--steps 0" "--channels 30 --heads 4" "--compress topk:2" "--comm-dtype int8" "--zero 7" "--zero 1 --compress onebit" "--data $T/none.txt" "--slow-rank 1" "--slow-rank x:5" "--bogus"; do
+for bad in "--model cnn" "--model mlp --data $T" "--steps 0" "--channels 30 --heads 4" "--compress topk:2" "--comm-dtype int8" "--zero 7" "--zero 1 --compress onebit" "--data $T/none.txt" "--slow-rank 1" "--slow-rank x:5" "--sparsity-warmup 5" "--compress topk:0.01 --topk-momentum 1.5" "--bogus"; do
     "$CTRAIN" $bad >"$T/bad.out" 2>&1
     rc=$?
     if [ $rc -ne 2 ] || ! grep -q "ctrain: " "$T/bad.out"; then
