@@ -276,7 +276,7 @@ static FILE *csv_open(const char *path, int start_step)
 
 /* ---- stragglers: who arrived last at the gradient collectives (collective, between steps) ---- */
 
-static void print_stragglers(coll_zero_t *zero, coll_ddp_t *ddp, int rank)
+static void print_stragglers(coll_zero_t *zero, coll_ddp_t *ddp, int rank, int full)
 {
     char          text[2048];
     coll_result_t st = zero != NULL ? coll_zero_arrival_stats(zero, text, sizeof(text))
@@ -286,12 +286,28 @@ static void print_stragglers(coll_zero_t *zero, coll_ddp_t *ddp, int rank)
                 coll_strerror(st), coll_last_error());
         return;
     }
-    if (rank == 0) { /* one "stragglers:" line per line of the summary */
-        for (char *line = strtok(text, "\n"); line != NULL; line = strtok(NULL, "\n")) {
-            printf("stragglers: %s\n", line);
-        }
-        fflush(stdout);
+    if (rank != 0) {
+        return;
     }
+    /* the whole summary, or (at evaluations) the line of the rank latest on average */
+    char  *latest = NULL;
+    double worst  = -1.0;
+    for (char *line = strtok(text, "\n"); line != NULL; line = strtok(NULL, "\n")) {
+        int    r, pct;
+        double mean;
+        if (full) {
+            printf("stragglers: %s\n", line);
+        } else if (sscanf(line, "rank %d arrived last in %d%% of collectives, mean +%lf", &r, &pct,
+                          &mean) == 3 &&
+                   mean > worst) {
+            worst  = mean;
+            latest = line;
+        }
+    }
+    if (latest != NULL) {
+        printf("stragglers: latest on average: %s\n", latest);
+    }
+    fflush(stdout);
 }
 
 /* ---- main: set up, train, evaluate, report ---- */
@@ -322,9 +338,10 @@ int main(int argc, char **argv)
     }
     coll_ddp_t  *ddp  = o.zero == 0 ? ddp_setup(world, &o, gpt) : NULL;
     coll_zero_t *zero = o.zero > 0 ? ctrain_zero_setup(world, &o, gpt) : NULL;
-    adamw_t opt = {calloc(gpt->nparams, sizeof(float)), calloc(gpt->nparams, sizeof(float)), 0};
-    int     B   = o.batch;
-    FILE   *csv = NULL;
+    size_t       nopt = zero != NULL ? 0 : gpt->nparams; /* ZeRO holds its own, sharded */
+    adamw_t      opt  = {calloc(nopt + 1, sizeof(float)), calloc(nopt + 1, sizeof(float)), 0};
+    int          B    = o.batch;
+    FILE        *csv  = NULL;
     if (opt.m == NULL || opt.v == NULL) {
         fprintf(stderr, "ctrain: out of memory\n");
         return 1;
@@ -408,7 +425,7 @@ int main(int argc, char **argv)
         int do_eval = o.eval_every > 0 && ((step + 1) % o.eval_every == 0 || step + 1 == o.steps);
         if (do_eval) {
             val_loss = evaluate(gpt, &o, rank, nranks, world, &val_acc);
-            print_stragglers(zero, ddp, rank);
+            print_stragglers(zero, ddp, rank, step + 1 == o.steps);
         }
         double dt = now_s() - t0; /* the step's time, before any checkpoint work */
         t_ckpt[in_flight] += dt;
@@ -438,6 +455,9 @@ int main(int argc, char **argv)
             printf("\n");
             fflush(stdout);
         }
+        if (zero != NULL && rank == 0 && step == start) {
+            ctrain_zero_report(zero, gpt); /* the object's buckets exist from the first step */
+        }
         wire_prev = wire_now;
         if (csv != NULL) {
             fprintf(csv, "%d,%.6f,%s%.6f,%.6e,%.6f,%.6f\n", step + 1, loss, "",
@@ -452,6 +472,9 @@ int main(int argc, char **argv)
                "(%d steps)\n",
                1e3 * t_ckpt[0] / (n_ckpt[0] > 0 ? n_ckpt[0] : 1), n_ckpt[0],
                1e3 * t_ckpt[1] / n_ckpt[1], n_ckpt[1]);
+    }
+    if (zero != NULL && o.sample > 0) {
+        ctrain_zero_gather_all(zero, gpt); /* stage 3: rank 0 samples alone */
     }
     if (rank == 0) {
         double total = now_s() - t_start;

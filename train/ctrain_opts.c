@@ -29,8 +29,9 @@ void ctrain_usage(FILE *f)
             "  --min-lr-ratio X         cosine decays to X * lr [0.1]\n"
             "  --weight-decay X         AdamW decoupled decay [0.1]\n"
             "  --clip X                 gradient-norm clip, 0 = off [1.0]\n"
-            "  --zero 0|1|2             ZeRO stage (0 = DDP); 1: optimizer state sharded,\n"
-            "                           2: gradients too (same schedule and clipping) [0]\n"
+            "  --zero 0|1|2|3           ZeRO stage (0 = DDP); 1: optimizer state sharded,\n"
+            "                           2: gradients too, 3 (gpt): parameters too, gathered\n"
+            "                           a block at a time (same schedule and clipping) [0]\n"
             "  --compress none|topk:RATIO|onebit   per-bucket gradient compression [none]\n"
             "  --compress-warmup N      first N steps dense (with --compress) [0]\n"
             "  --sparsity-warmup N      top-k: then the sent fraction falls from 25%% to RATIO\n"
@@ -202,9 +203,8 @@ static int opt_one(int c, const char *a, ctrain_opts_t *o)
         return opt_float("clip", a, 0.0f, &o->clip);
     case 'z':
         rc = opt_int("zero", a, 0, &o->zero);
-        if (rc == 0 && o->zero > 2) {
-            fprintf(stderr, "ctrain: --zero %d: stages 0-2 are wired into ctrain so far\n",
-                    o->zero);
+        if (rc == 0 && o->zero > 3) {
+            fprintf(stderr, "ctrain: --zero wants 0, 1, 2 or 3, got %d\n", o->zero);
             return -1;
         }
         return rc;
@@ -322,6 +322,10 @@ int ctrain_opts_parse(int argc, char **argv, ctrain_opts_t *o)
             ctrain_usage(stderr);
             return -1;
         }
+    }
+    if (o->zero == 3 && strcmp(o->model, "gpt") != 0) {
+        fprintf(stderr, "ctrain: --zero 3 is wired into --model gpt only\n");
+        return -1;
     }
     if (o->zero > 0 && (o->compress.kind != 0 || o->ckpt_dir != NULL || o->dump_dir != NULL)) {
         fprintf(stderr, "ctrain: --zero %d takes no --compress, --ckpt-dir or --dump\n", o->zero);

@@ -18,9 +18,51 @@ static void zero_check(coll_result_t st, const char *what)
 
 static void zero_point_params(coll_zero_t *z, model_t *m)
 {
-    for (int i = 0; i < m->ntensors; i++) {
-        zero_check(coll_zero_param(z, i, &m->params[i]), "coll_zero_param");
+    coll_zero_stats_t st;
+    zero_check(coll_zero_get_stats(z, &st), "coll_zero_get_stats");
+    for (int i = 0; i < m->ntensors; i++) { /* stage 3: only while a unit is gathered */
+        if (st.stage == 3) {
+            m->params[i] = NULL;
+        } else {
+            zero_check(coll_zero_param(z, i, &m->params[i]), "coll_zero_param");
+        }
     }
+}
+
+/* Stage 3: the GPT's hook (gpt_t.use). A unit is a ZeRO layer; gathering one prefetches the
+ * next in the same direction (coll_zero_gather_layer). */
+static coll_zero_t *use_zero;
+static model_t     *use_model;
+
+static void zero_use(void *arg, int unit, int gather)
+{
+    (void)arg;
+    if (gather) {
+        zero_check(coll_zero_gather_layer(use_zero, unit), "coll_zero_gather_layer");
+    } else {
+        zero_check(coll_zero_release_layer(use_zero, unit), "coll_zero_release_layer");
+    }
+    for (int i = 0; i < use_model->ntensors; i++) {
+        if (gpt_tensor_unit(use_model->gpt, i) == unit) {
+            if (gather) {
+                zero_check(coll_zero_param(use_zero, i, &use_model->params[i]), "coll_zero_param");
+            } else {
+                use_model->params[i] = NULL;
+            }
+        }
+    }
+}
+
+void ctrain_zero_gather_all(coll_zero_t *z, model_t *m)
+{
+    if (m->gpt == NULL || m->gpt->use == NULL) {
+        return;
+    }
+    for (int u = 0; u <= m->gpt->cfg.layers + 1; u++) {
+        zero_use(NULL, u, 1);
+    }
+    m->gpt->use = NULL; /* everything stays gathered from now on */
+    (void)z;
 }
 
 coll_zero_t *ctrain_zero_setup(coll_comm_t *world, const ctrain_opts_t *o, model_t *m)
@@ -36,9 +78,18 @@ coll_zero_t *ctrain_zero_setup(coll_comm_t *world, const ctrain_opts_t *o, model
     cfg.optim.eps          = o->eps;
     cfg.optim.weight_decay = o->weight_decay;
     zero_check(coll_zero_create(world, &cfg, &z), "coll_zero_create");
-    for (int i = 0; i < m->ntensors; i++) { /* one "layer" per tensor: buckets by size */
-        zero_check(coll_zero_register(z, m->params[i], m->sizes[i], COLL_FLOAT32, i, NULL),
+    for (int i = 0; i < m->ntensors; i++) {
+        /* stages 1-2: one "layer" per tensor, buckets by size; stage 3: the GPT's units */
+        int layer = o->zero == 3 ? gpt_tensor_unit(m->gpt, i) : i;
+        zero_check(coll_zero_register(z, m->params[i], m->sizes[i], COLL_FLOAT32, layer, NULL),
                    "coll_zero_register");
+    }
+    if (o->zero == 3) { /* the object holds this rank's shard: the full copy can go */
+        free(m->gpt->param_mem);
+        m->gpt->param_mem = m->param_mem = NULL;
+        use_zero                         = z;
+        use_model                        = m;
+        m->gpt->use                      = zero_use;
     }
     zero_point_params(z, m);
     return z;
@@ -69,4 +120,15 @@ uint64_t ctrain_zero_step(coll_zero_t *z, model_t *m, float lr, float clip, floa
     zero_point_params(z, m);
     zero_check(coll_zero_get_stats(z, &st), "coll_zero_get_stats");
     return st.wire_bytes;
+}
+
+void ctrain_zero_report(coll_zero_t *z, const model_t *m)
+{
+    coll_zero_stats_t st;
+    zero_check(coll_zero_get_stats(z, &st), "coll_zero_get_stats");
+    printf("zero: stage %d, this rank holds params %.2f MB, gradients %.2f MB, optimizer %.2f MB "
+           "(replicated: %.2f, %.2f and %.2f MB)\n",
+           st.stage, st.param_bytes / 1e6, st.grad_bytes / 1e6, st.optim_bytes / 1e6,
+           m->nparams * 4 / 1e6, m->nparams * 4 / 1e6, m->nparams * 8 / 1e6);
+    fflush(stdout);
 }

@@ -29,6 +29,25 @@ int gpt_tensor_index(const gpt_t *gpt, int layer, int which)
     return 2 + layer * GPT_NBLOCK_TENSORS + which;
 }
 
+int gpt_tensor_unit(const gpt_t *gpt, int i)
+{
+    if (i < 2) {
+        return 0;
+    }
+    if (i >= gpt->ntensors - 2) {
+        return gpt->cfg.layers + 1;
+    }
+    return 1 + (i - 2) / GPT_NBLOCK_TENSORS;
+}
+
+/* The ZeRO-3 hook, if any (gpt_t.use). */
+static void gpt_use(gpt_t *g, int unit, int gather)
+{
+    if (g->use != NULL) {
+        g->use(g->use_arg, unit, gather);
+    }
+}
+
 int gpt_create(const gpt_config_t *cfg, gpt_t **gpt_p)
 {
     int    L = cfg->layers, C = cfg->channels;
@@ -210,6 +229,7 @@ float gpt_forward(gpt_t *g, const uint8_t *inputs, const uint8_t *targets, int B
     if (targets != NULL) {
         memcpy(a->targets, targets, (size_t)N);
     }
+    gpt_use(g, 0, 1);             /* embeddings, and the tied head at the end */
     for (int n = 0; n < N; n++) { /* token + position embedding */
         const float *te = g->params[0] + (size_t)inputs[n] * C;
         const float *pe = g->params[1] + (size_t)(n % T) * C;
@@ -219,6 +239,7 @@ float gpt_forward(gpt_t *g, const uint8_t *inputs, const uint8_t *targets, int B
     }
     const float *x = a->encoded;
     for (int l = 0; l < g->cfg.layers; l++) {
+        gpt_use(g, l + 1, 1);
         float **p = &g->params[gpt_tensor_index(g, l, 0)];
         size_t  o = (size_t)l * N * C;
         layer_norm_fwd(a->ln1 + o, a->ln1_mean + (size_t)l * N, a->ln1_rstd + (size_t)l * N, x,
@@ -239,10 +260,14 @@ float gpt_forward(gpt_t *g, const uint8_t *inputs, const uint8_t *targets, int B
             a->res3[o + i] += a->res2[o + i];
         }
         x = a->res3 + o;
+        gpt_use(g, l + 1, 0);
     }
+    gpt_use(g, g->cfg.layers + 1, 1);
     layer_norm_fwd(a->lnf, a->lnf_mean, a->lnf_rstd, x, g->params[g->ntensors - 2],
                    g->params[g->ntensors - 1], N, C);
     linear_fwd(a->probs, a->lnf, g->params[0], NULL, N, C, V); /* tied head */
+    gpt_use(g, g->cfg.layers + 1, 0);
+    gpt_use(g, 0, 0);
     double loss = softmax_xent_fwd(a->probs, targets, N, V);
     return targets != NULL ? (float)(loss / N) : 0.0f;
 }
@@ -260,15 +285,20 @@ void gpt_backward(gpt_t *g, float scale, gpt_ready_fn_t ready, void *arg)
             d[v] *= scale / N;
         }
     }
+    gpt_use(g, 0, 1);
     linear_bwd(a->dln, g->grads[0], NULL, dlogits, a->lnf, g->params[0], N, C, V);
+    gpt_use(g, 0, 0); /* the embeddings' backward needs no parameters */
+    gpt_use(g, L + 1, 1);
     memset(a->dres, 0, (size_t)N * C * sizeof(float));
     const float *xlast = L > 0 ? a->res3 + (size_t)(L - 1) * N * C : a->encoded;
     layer_norm_bwd(a->dres, g->grads[g->ntensors - 2], g->grads[g->ntensors - 1], a->dln, xlast,
                    g->params[g->ntensors - 2], a->lnf_mean, a->lnf_rstd, N, C);
+    gpt_use(g, L + 1, 0);
     if (ready != NULL) {
         ready(arg, g->ntensors - 2, 2);
     }
     for (int l = L - 1; l >= 0; l--) {
+        gpt_use(g, l + 1, 1);
         int          ti = gpt_tensor_index(g, l, 0);
         float      **p = &g->params[ti], **d = &g->grads[ti];
         size_t       o = (size_t)l * N * C;
@@ -288,6 +318,7 @@ void gpt_backward(gpt_t *g, float scale, gpt_ready_fn_t ready, void *arg)
         linear_bwd(a->dln, d[GPT_QKVW], d[GPT_QKVB], a->dqkv, a->ln1 + o, p[GPT_QKVW], N, C, 3 * C);
         layer_norm_bwd(a->dres, d[GPT_LN1W], d[GPT_LN1B], a->dln, x, p[GPT_LN1W],
                        a->ln1_mean + (size_t)l * N, a->ln1_rstd + (size_t)l * N, N, C);
+        gpt_use(g, l + 1, 0);
         if (ready != NULL) {
             ready(arg, ti, GPT_NBLOCK_TENSORS);
         }

@@ -49,6 +49,12 @@ typedef struct {
     size_t       nparams;
     int          batch, seqlen; /* shape of the allocated activations */
     gpt_acts_t  *acts;
+    /* Optional (ZeRO-3): called with gather 1 before forward or backward reads the parameters
+     * of a unit (0: embeddings, 1..layers: block l - 1, layers + 1: final LayerNorm; see
+     * gpt_tensor_unit), with gather 0 once it no longer needs them. The hook sets params[i]
+     * for the unit's tensors. NULL: every parameter is always there. */
+    void (*use)(void *arg, int unit, int gather);
+    void *use_arg;
 } gpt_t;
 
 /* Called in backward as soon as tensors [first, first + n) have their final gradient. */
@@ -58,6 +64,8 @@ int  gpt_create(const gpt_config_t *cfg, gpt_t **gpt_p);
 void gpt_destroy(gpt_t *gpt);
 void gpt_init_weights(gpt_t *gpt, uint64_t seed);
 int  gpt_tensor_index(const gpt_t *gpt, int layer, int which);
+/* The unit (see gpt_t.use) tensor i belongs to; units are numbered in registration order. */
+int gpt_tensor_unit(const gpt_t *gpt, int i);
 /* Forward over B x T tokens; targets may be NULL (no loss). Returns the mean loss, or -1. */
 float gpt_forward(gpt_t *gpt, const uint8_t *inputs, const uint8_t *targets, int B, int T);
 /* Adds d(loss)/d(params) * scale to the gradients; needs the last forward with targets. */

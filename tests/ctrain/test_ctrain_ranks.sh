@@ -4,7 +4,7 @@
 # test_ctrain_ranks.sh -- ctrain's data parallelism keeps the mathematics of one process: with
 # the same global batch, 4 ranks x batch 2 and 1 rank x batch 2 x 4 accumulation steps give the
 # loss curve of 1 rank x batch 8 (to 1e-5 relative: only summation order differs); bf16 on the
-# wire stays within 1e-2; ZeRO-1/2 = DDP; top-k and 1-bit compression train and send less; the same for the MLP on Fashion-MNIST, which must also pass 70%
+# wire stays within 1e-2; ZeRO-1/2/3 = DDP; top-k and 1-bit compression train and send less; the same for the MLP on Fashion-MNIST, which must also pass 70%
 # validation accuracy; a rank made slow (--slow-rank) is named by the stragglers summary. Bad
 # options and missing data are refused with status 2.
 # Exit 0 pass, 1 fail, 99 harness error.
@@ -49,8 +49,15 @@ compare ddpc zero2 1e-5
 # which binds here (norms of 1.5-5): coll_zero_set_lr + coll_zero_clip_grad_norm = DDP's AdamW
 run zero1s "$COLLRUN" -n 4 "$CTRAIN" $A --batch 2 --zero 1
 run zero2s "$COLLRUN" -n 4 "$CTRAIN" $A --batch 2 --zero 2
+run zero3s "$COLLRUN" -n 4 "$CTRAIN" $A --batch 2 --zero 3 --sample 20
 compare four zero1s 1e-5
 compare four zero2s 1e-5
+compare four zero3s 1e-5
+# stage 3 keeps a quarter of the parameters per rank (4 ranks), stages 1-2 all of them
+for z in 1 2 3; do sed -n 's/^\(zero: .*\)/  \1/p' "$T/zero${z}s.out"; done
+awk '/^zero: stage 3/ { p = $8 + 0; r = $17 + 0; ok = p > 0 && p * 3 < r }
+     END { exit !ok }' "$T/zero3s.out" || { echo "FAIL: ZeRO-3 does not shard the parameters"; nfail=$((nfail + 1)); }
+grep -q "^sample: " "$T/zero3s.out" || { echo "FAIL: no sample after a ZeRO-3 run"; nfail=$((nfail + 1)); }
 grep -q "^step   12/12 .*| norm [0-9]" "$T/zero2s.out" || { echo "FAIL: ZeRO progress line without the gradient norm"; nfail=$((nfail + 1)); }
 # compressed gradients: top-k 1% and 1-bit train (loss within 10% of dense after 12 steps) and
 # put far fewer bytes on the wire than dense
@@ -97,7 +104,7 @@ run slow "$COLLRUN" -n 3 "$CTRAIN" $S --warmup 2 --slow-rank 1:30
 straggler slow 1 60
 run slowz "$COLLRUN" -n 3 "$CTRAIN" $S $Z --zero 1 --slow-rank 2:30
 straggler slowz 2 0
-for bad in "--model cnn" "--model mlp --data $T" "--steps 0" "--channels 30 --heads 4" "--compress topk:2" "--comm-dtype int8" "--zero 7" "--zero 1 --compress onebit" "--data $T/none.txt" "--slow-rank 1" "--slow-rank x:5" "--sparsity-warmup 5" "--compress topk:0.01 --topk-momentum 1.5" "--bogus"; do
+for bad in "--model cnn" "--model mlp --data $T" "--steps 0" "--channels 30 --heads 4" "--compress topk:2" "--comm-dtype int8" "--zero 7" "--zero 1 --compress onebit" "--zero 3 --model mlp" "--data $T/none.txt" "--slow-rank 1" "--slow-rank x:5" "--sparsity-warmup 5" "--compress topk:0.01 --topk-momentum 1.5" "--bogus"; do
     "$CTRAIN" $bad >"$T/bad.out" 2>&1
     rc=$?
     if [ $rc -ne 2 ] || ! grep -q "ctrain: " "$T/bad.out"; then
