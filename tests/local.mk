@@ -141,6 +141,12 @@ dist_check_SCRIPTS += tests/ctrain/test_ctrain_parity.sh tests/ctrain/test_ctrai
     tests/ctrain/test_ctrain_ckpt.sh
 TESTS += tests/ctrain/test_ctrain_parity.sh tests/ctrain/test_ctrain_ranks.sh \
     tests/ctrain/test_ctrain_ckpt.sh
+# ctrain's bf16/fp16 rounding and loss scaler (train/precision.c) against hand-worked values
+check_PROGRAMS += tests/ctrain/test_precision
+tests_ctrain_test_precision_SOURCES = tests/ctrain/test_precision.c train/precision.c train/precision.h
+tests_ctrain_test_precision_CPPFLAGS = -I$(top_srcdir)/train
+tests_ctrain_test_precision_LDADD = -lm
+TESTS += tests/ctrain/test_precision
 EXTRA_DIST += tests/ctrain/torch_ref.py tests/ctrain/moby_dick_200k.txt
 # bench/membw, collbench --bound and bench/compare's option checks.
 dist_check_SCRIPTS += tests/tools/test_bench_bound.sh

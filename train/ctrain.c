@@ -16,8 +16,9 @@
 #include "ckpt.h"        /* defines: ckpt_save_shard, ckpt_commit, ckpt_load_latest */
 #include "ctrain_opts.h" /* defines: ctrain_opts_t, ctrain_opts_parse, ctrain_usage */
 #include "ctrain_dump.h" /* defines: ctrain_dump_* (reference values for the tests) */
-#include "ctrain_zero.h" /* defines: ctrain_zero_setup, _begin, _ready, _step (--zero 1|2) */
+#include "ctrain_zero.h" /* defines: ctrain_zero_setup, _begin, _ready, _step (--zero 1|2|3) */
 #include "model.h"       /* defines: model_t, model_gpt_create, model_mlp_create */
+#include "precision.h"   /* defines: prec_round, loss_scaler_t (--precision bf16|fp16) */
 
 #include <math.h>
 #include <pthread.h>
@@ -95,10 +96,17 @@ static float adamw_step(adamw_t *opt, const ctrain_opts_t *o, float *p, float *g
 
 /* ---- data-parallel glue: tensor i of the model is DDP parameter i ---- */
 
+/* --precision bf16|fp16: the model whose finished gradients are rounded to the format */
+static model_t *lowp_model;
+static prec_t   lowp_prec;
+
 static void on_grads_ready(void *arg, int first, int n)
 {
     coll_ddp_t *ddp = arg;
     for (int i = first + n - 1; i >= first; i--) {
+        if (lowp_model != NULL) { /* as if backward had produced them in that format */
+            prec_round_array(lowp_prec, lowp_model->grads[i], lowp_model->sizes[i]);
+        }
         CHECK_COLL(coll_ddp_grad_ready(ddp, i), "coll_ddp_grad_ready");
     }
 }
@@ -274,6 +282,23 @@ static FILE *csv_open(const char *path, int start_step)
     return f;
 }
 
+/* ---- mixed precision: the model reads a rounded copy of the fp32 master weights ---- */
+
+static void lowp_refresh(model_t *m, float *lowp, prec_t p)
+{
+    for (size_t i = 0; i < m->nparams; i++) {
+        lowp[i] = prec_round(p, m->param_mem[i]);
+    }
+}
+
+/* Point the model's tensors at lowp (same layout as param_mem, which stays the master). */
+static void lowp_attach(model_t *m, float *lowp)
+{
+    for (int i = 0; i < m->ntensors; i++) {
+        m->params[i] = lowp + (m->params[i] - m->param_mem);
+    }
+}
+
 /* ---- stragglers: who arrived last at the gradient collectives (collective, between steps) ---- */
 
 static void print_stragglers(coll_zero_t *zero, coll_ddp_t *ddp, int rank, int full)
@@ -346,7 +371,20 @@ int main(int argc, char **argv)
         fprintf(stderr, "ctrain: out of memory\n");
         return 1;
     }
-    int start = o.resume ? resume_state(&o, gpt, &opt, rank) : 0;
+    int           start  = o.resume ? resume_state(&o, gpt, &opt, rank) : 0;
+    float        *lowp   = NULL;
+    loss_scaler_t scaler = {o.precision == PREC_FP16 ? o.loss_scale : 1.0f, o.loss_scale_window, 0,
+                            0};
+    if (o.precision != PREC_FP32) {
+        if ((lowp = malloc(gpt->nparams * sizeof(float) + 1)) == NULL) {
+            fprintf(stderr, "ctrain: out of memory\n");
+            return 1;
+        }
+        lowp_refresh(gpt, lowp, (prec_t)o.precision);
+        lowp_attach(gpt, lowp);
+        lowp_model = gpt;
+        lowp_prec  = (prec_t)o.precision;
+    }
     if (rank == 0 && o.csv_path != NULL && (csv = csv_open(o.csv_path, start)) == NULL) {
         perror(o.csv_path);
         return 2;
@@ -385,7 +423,7 @@ int main(int argc, char **argv)
             /* the global item index fixes the data, whatever the number of ranks */
             uint64_t       g0    = (((uint64_t)step * o.grad_accum + micro) * nranks + rank) * B;
             gpt_ready_fn_t ready = zero != NULL ? ctrain_zero_ready : on_grads_ready;
-            float l = gpt->train_micro(gpt, g0, B, 1.0f / o.grad_accum, last ? ready : NULL,
+            float l = gpt->train_micro(gpt, g0, B, scaler.scale / o.grad_accum, last ? ready : NULL,
                                        zero != NULL ? (void *)zero : (void *)ddp);
             if (l < 0.0f) {
                 fprintf(stderr, "ctrain: rank %d: out of memory for a batch of %d\n", rank, B);
@@ -416,8 +454,15 @@ int main(int argc, char **argv)
         if (dump != NULL && step == 0) {
             ctrain_dump_grads(dump, gpt->gpt);
         }
-        if (zero == NULL) {
+        int skipped = 0; /* fp16: inf or NaN in the averaged gradients */
+        if (o.precision == PREC_FP16) {
+            skipped = !loss_scaler_update(&scaler, gpt->grad_mem, gpt->nparams);
+        }
+        if (zero == NULL && !skipped) {
             norm = adamw_step(&opt, &o, gpt->param_mem, gpt->grad_mem, gpt->nparams, lr);
+        }
+        if (lowp != NULL && !skipped) {
+            lowp_refresh(gpt, lowp, (prec_t)o.precision);
         }
         if (dump != NULL) {
             ctrain_dump_loss(dump, step, loss, norm);
@@ -452,6 +497,9 @@ int main(int argc, char **argv)
             if (in_flight) {
                 printf(" | ckpt written meanwhile");
             }
+            if (o.precision == PREC_FP16) {
+                printf(" | scale %g%s", (double)scaler.scale, skipped ? " (step skipped)" : "");
+            }
             printf("\n");
             fflush(stdout);
         }
@@ -481,6 +529,10 @@ int main(int argc, char **argv)
         printf("done: %d steps in %.1f s, final val loss %.4f, %.1f%% of the time waiting on "
                "communication\n",
                o.steps - start, total, val_loss, 100.0 * comm_total / total);
+        if (o.precision == PREC_FP16) {
+            printf("fp16: %d of %d steps skipped for inf/NaN gradients, final loss scale %g\n",
+                   scaler.skipped, o.steps - start, (double)scaler.scale);
+        }
         if (o.sample > 0) {
             if (gpt->gpt != NULL) {
                 model_gpt_sample(gpt, o.sample, o.seed);

@@ -5,6 +5,7 @@
  * are refused with a message rather than silently ignored.
  */
 #include "ctrain_opts.h"
+#include "precision.h"
 
 #include <getopt.h>
 #include <stdlib.h>
@@ -40,6 +41,10 @@ void ctrain_usage(FILE *f)
             "                           SGD-style momentum in the residual; 0 = off [0]\n"
             "  --bucket-mb X            DDP bucket cap in MiB [25]\n"
             "  --comm-dtype fp32|bf16|fp16  gradient dtype on the wire [fp32]\n"
+            "  --precision fp32|bf16|fp16   compute on weights and gradients rounded to bf16\n"
+            "                           or fp16 (emulated), fp32 master weights [fp32]\n"
+            "  --loss-scale X           fp16: initial dynamic loss scale [65536]\n"
+            "  --loss-scale-window N    fp16: good steps before the scale doubles [2000]\n"
             "  --seed N                 weights and data order [1337]\n"
             "  --deterministic          (the CPU path is deterministic already; accepted)\n"
             "  --eval-every N           validation every N steps and at the end, 0 = off [25]\n"
@@ -144,6 +149,9 @@ static const struct option ctrain_longopts[] = {{"model", 1, 0, 'm'},
                                                 {"compress", 1, 0, 'x'},
                                                 {"compress-warmup", 1, 0, 'y'},
                                                 {"sparsity-warmup", 1, 0, 'P'},
+                                                {"precision", 1, 0, 'F'},
+                                                {"loss-scale", 1, 0, 'G'},
+                                                {"loss-scale-window", 1, 0, 'J'},
                                                 {"topk-momentum", 1, 0, 'M'},
                                                 {"bucket-mb", 1, 0, 'b'},
                                                 {"comm-dtype", 1, 0, 't'},
@@ -214,6 +222,18 @@ static int opt_one(int c, const char *a, ctrain_opts_t *o)
         return opt_int("compress-warmup", a, 0, &o->compress_warmup);
     case 'P':
         return opt_int("sparsity-warmup", a, 0, &o->sparsity_warmup);
+    case 'F':
+        if (strcmp(a, "fp32") == 0 || strcmp(a, "bf16") == 0 || strcmp(a, "fp16") == 0) {
+            o->precision = a[0] == 'b' ? PREC_BF16 : a[2] == '1' ? PREC_FP16 : PREC_FP32;
+            return 0;
+        }
+        fprintf(stderr, "ctrain: --precision wants fp32, bf16 or fp16, got '%s'\n", a);
+        return -1;
+    case 'G':
+        rc = opt_float("loss-scale", a, 1.0f, &o->loss_scale);
+        return rc;
+    case 'J':
+        return opt_int("loss-scale-window", a, 1, &o->loss_scale_window);
     case 'M':
         rc = opt_float("topk-momentum", a, 0.0f, &o->topk_momentum);
         if (rc == 0 && o->topk_momentum >= 1.0f) {
@@ -287,29 +307,31 @@ static int opt_one(int c, const char *a, ctrain_opts_t *o)
 
 int ctrain_opts_parse(int argc, char **argv, ctrain_opts_t *o)
 {
-    ctrain_opts_t def = {.model        = "gpt",
-                         .data_path    = NULL,
-                         .layers       = 2,
-                         .channels     = 64,
-                         .heads        = 4,
-                         .seqlen       = 64,
-                         .steps        = 100,
-                         .batch        = 8,
-                         .grad_accum   = 1,
-                         .lr           = 1e-3f,
-                         .min_lr_ratio = 0.1f,
-                         .weight_decay = 0.1f,
-                         .clip         = 1.0f,
-                         .beta1        = 0.9f,
-                         .beta2        = 0.95f,
-                         .eps          = 1e-8f,
-                         .warmup       = 10,
-                         .bucket_mb    = 25.0,
-                         .comm_dtype   = COLL_FLOAT32,
-                         .seed         = 1337,
-                         .eval_every   = 25,
-                         .eval_batches = 4,
-                         .slow_rank    = -1};
+    ctrain_opts_t def = {.model             = "gpt",
+                         .data_path         = NULL,
+                         .layers            = 2,
+                         .channels          = 64,
+                         .heads             = 4,
+                         .seqlen            = 64,
+                         .steps             = 100,
+                         .batch             = 8,
+                         .grad_accum        = 1,
+                         .lr                = 1e-3f,
+                         .min_lr_ratio      = 0.1f,
+                         .weight_decay      = 0.1f,
+                         .clip              = 1.0f,
+                         .beta1             = 0.9f,
+                         .beta2             = 0.95f,
+                         .eps               = 1e-8f,
+                         .warmup            = 10,
+                         .bucket_mb         = 25.0,
+                         .comm_dtype        = COLL_FLOAT32,
+                         .seed              = 1337,
+                         .eval_every        = 25,
+                         .eval_batches      = 4,
+                         .slow_rank         = -1,
+                         .loss_scale        = 65536.0f,
+                         .loss_scale_window = 2000};
     *o                = def;
     int c;
     optind = 1;
@@ -322,6 +344,10 @@ int ctrain_opts_parse(int argc, char **argv, ctrain_opts_t *o)
             ctrain_usage(stderr);
             return -1;
         }
+    }
+    if (o->precision != PREC_FP32 && (o->zero > 0 || o->dump_dir != NULL)) {
+        fprintf(stderr, "ctrain: --precision bf16|fp16 takes no --zero or --dump\n");
+        return -1;
     }
     if (o->zero == 3 && strcmp(o->model, "gpt") != 0) {
         fprintf(stderr, "ctrain: --zero 3 is wired into --model gpt only\n");

@@ -22,10 +22,13 @@ typedef struct {
     int                    zero; /* only 0 (DDP) so far */
     double                 bucket_mb;
     coll_dtype_t           comm_dtype;
-    coll_compress_config_t compress;        /* kind 0: dense */
-    int                    compress_warmup; /* first steps sent dense */
-    int                    sparsity_warmup; /* top-k: steps from 25% down to the ratio */
-    float                  topk_momentum;   /* top-k: DGC momentum correction factor, 0: off */
+    coll_compress_config_t compress;          /* kind 0: dense */
+    int                    compress_warmup;   /* first steps sent dense */
+    int                    sparsity_warmup;   /* top-k: steps from 25% down to the ratio */
+    int                    precision;         /* prec_t: fp32, bf16 or fp16 compute */
+    float                  loss_scale;        /* fp16: initial loss scale */
+    int                    loss_scale_window; /* fp16: good steps before it doubles */
+    float                  topk_momentum;     /* top-k: DGC momentum correction factor, 0: off */
     uint64_t               seed;
     int                    deterministic;
     int                    eval_every, eval_batches;

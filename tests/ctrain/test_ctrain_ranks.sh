@@ -4,7 +4,7 @@
 # test_ctrain_ranks.sh -- ctrain's data parallelism keeps the mathematics of one process: with
 # the same global batch, 4 ranks x batch 2 and 1 rank x batch 2 x 4 accumulation steps give the
 # loss curve of 1 rank x batch 8 (to 1e-5 relative: only summation order differs); bf16 on the
-# wire stays within 1e-2; ZeRO-1/2/3 = DDP; top-k and 1-bit compression train and send less; the same for the MLP on Fashion-MNIST, which must also pass 70%
+# wire stays within 1e-2; bf16/fp16 compute within 2e-2 and fp16 loss scaling skips overflowing steps; ZeRO-1/2/3 = DDP; top-k and 1-bit compression train and send less; the same for the MLP on Fashion-MNIST, which must also pass 70%
 # validation accuracy; a rank made slow (--slow-rank) is named by the stragglers summary. Bad
 # options and missing data are refused with status 2.
 # Exit 0 pass, 1 fail, 99 harness error.
@@ -59,6 +59,25 @@ awk '/^zero: stage 3/ { p = $8 + 0; r = $17 + 0; ok = p > 0 && p * 3 < r }
      END { exit !ok }' "$T/zero3s.out" || { echo "FAIL: ZeRO-3 does not shard the parameters"; nfail=$((nfail + 1)); }
 grep -q "^sample: " "$T/zero3s.out" || { echo "FAIL: no sample after a ZeRO-3 run"; nfail=$((nfail + 1)); }
 grep -q "^step   12/12 .*| norm [0-9]" "$T/zero2s.out" || { echo "FAIL: ZeRO progress line without the gradient norm"; nfail=$((nfail + 1)); }
+# mixed precision (emulated): bf16 and fp16 weights and gradients track fp32 within 2% over 12
+# steps, and do differ from it (the rounding happens)
+run bf16c "$COLLRUN" -n 4 "$CTRAIN" $A --batch 2 --precision bf16
+run fp16c "$COLLRUN" -n 4 "$CTRAIN" $A --batch 2 --precision fp16
+compare four bf16c 2e-2
+compare four fp16c 2e-2
+for p in bf16c fp16c; do
+    awk -F, 'NR == FNR { if (FNR > 1) tr[$1] = $2; next } FNR > 1 && $2 != tr[$1] { d++ }
+        END { exit !(d > 0) }' "$T/four.csv" "$T/$p.csv" || { echo "FAIL: $p equals fp32 exactly"; nfail=$((nfail + 1)); }
+done
+# fp16 dynamic loss scaling: an initial scale of 1e7 overflows fp16 gradients; steps are skipped
+# and the scale halved until they fit, then training goes on (scale doubling every 4 steps)
+run fp16o "$COLLRUN" -n 4 "$CTRAIN" $A --batch 2 --precision fp16 --loss-scale 1e7 --loss-scale-window 4 --steps 20
+sed -n 's/^\(fp16: .*\)/  \1/p' "$T/fp16o.out"
+awk '/^fp16: / { k = $2 + 0; n = $4 + 0; sc = $NF + 0 }
+     /^step    1\/20/ { first = $5 + 0 } /^step   20\/20/ { last = $5 + 0 }
+     END { exit !(k >= 3 && k < n && sc < 1e7 && last < first) }' "$T/fp16o.out" ||
+    { cat "$T/fp16o.out"; echo "FAIL: fp16 loss scaling"; nfail=$((nfail + 1)); }
+grep -q "scale .* (step skipped)" "$T/fp16o.out" || { echo "FAIL: no skipped step shown"; nfail=$((nfail + 1)); }
 # compressed gradients: top-k 1% and 1-bit train (loss within 10% of dense after 12 steps) and
 # put far fewer bytes on the wire than dense
 run topk "$COLLRUN" -n 4 "$CTRAIN" $A --batch 2 --compress topk:0.01
@@ -104,7 +123,7 @@ run slow "$COLLRUN" -n 3 "$CTRAIN" $S --warmup 2 --slow-rank 1:30
 straggler slow 1 60
 run slowz "$COLLRUN" -n 3 "$CTRAIN" $S $Z --zero 1 --slow-rank 2:30
 straggler slowz 2 0
-for bad in "--model cnn" "--model mlp --data $T" "--steps 0" "--channels 30 --heads 4" "--compress topk:2" "--comm-dtype int8" "--zero 7" "--zero 1 --compress onebit" "--zero 3 --model mlp" "--data $T/none.txt" "--slow-rank 1" "--slow-rank x:5" "--sparsity-warmup 5" "--compress topk:0.01 --topk-momentum 1.5" "--bogus"; do
+for bad in "--model cnn" "--model mlp --data $T" "--steps 0" "--channels 30 --heads 4" "--compress topk:2" "--comm-dtype int8" "--zero 7" "--zero 1 --compress onebit" "--zero 3 --model mlp" "--precision fp8" "--precision bf16 --zero 1" "--data $T/none.txt" "--slow-rank 1" "--slow-rank x:5" "--sparsity-warmup 5" "--compress topk:0.01 --topk-momentum 1.5" "--bogus"; do
     "$CTRAIN" $bad >"$T/bad.out" 2>&1
     rc=$?
     if [ $rc -ne 2 ] || ! grep -q "ctrain: " "$T/bad.out"; then
