@@ -181,6 +181,11 @@ static int resume_state(const ctrain_opts_t *o, model_t *gpt, adamw_t *opt, int 
         opt->t = (int)s.adam_t;
         if (rank == 0) {
             printf("ctrain: resumed from %s/step-%08llu\n", o->ckpt_dir, (unsigned long long)step);
+            if (o->compress.kind != 0) { /* said, not hidden: the curve will not be bit-exact */
+                printf("ctrain: the compressors' residuals are not in checkpoints: they restart "
+                       "from zero, so the resumed curve is close to, not equal to, an "
+                       "uninterrupted one\n");
+            }
         }
     }
     free(s.params), free(s.m), free(s.v);
@@ -345,6 +350,13 @@ int main(int argc, char **argv)
     }
     coll_comm_t *world;
     int          rank, nranks;
+    if (o.deterministic) {
+        /* The arithmetic is deterministic on the CPU; what could vary between two runs is which
+         * algorithm (so which summation order) a collective gets, when the tuner measures the
+         * links under whatever load there is. Fixed costs make the choice a function of the
+         * sizes alone (unless the user set the variable). */
+        setenv("COLL_TUNE_MEASURE", "0", 0);
+    }
     CHECK_COLL(coll_init(&argc, &argv, &world), "coll_init");
     coll_comm_rank(world, &rank);
     coll_comm_size(world, &nranks);
