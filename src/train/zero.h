@@ -61,9 +61,9 @@ struct coll_zero {
 int coll_zero_nstate(const coll_zero_t *z);
 
 /* Shard files of a checkpoint (zero_ckpt.c): this header, nseg segments, then per segment the
- * master parameters and each optimizer state array (floats). */
+ * master parameters and each optimizer state array (floats), then the FNV-1a 64 of all that. */
 #define COLL_ZERO_CKPT_MAGIC    0x4b43485a4c4c4f43ull /* "COLLZHCK" */
-#define COLL_ZERO_CKPT_VERSION  1
+#define COLL_ZERO_CKPT_VERSION  2                     /* 2: FNV-1a 64 trailer */
 #define COLL_ZERO_CKPT_MAX_SEGS (1u << 24)
 
 typedef struct {

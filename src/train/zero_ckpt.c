@@ -3,8 +3,10 @@
  * Sharded ZeRO checkpoints. Each rank writes rank-NNNNN.bin: a header, a table of segments
  * (ranges of the model's flat element space, registration order, padding excluded) and, per
  * segment, the master parameters followed by each optimizer state array. Rank 0 writes the
- * manifest (text) naming the rank count, optimizer, step and every parameter's size. Loading
- * maps each rank's new shard onto the old segments, so any rank count and stage can load it.
+ * manifest (text) naming the rank count, optimizer, step and every parameter's size. Each shard
+ * ends with the FNV-1a 64 of every byte before it, checked before anything of it is used.
+ * Loading maps each rank's new shard onto the old segments, so any rank count and stage can
+ * load it.
  */
 #include "config.h"
 #include "train/zero.h"
@@ -16,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Range of bucket b this rank holds master values and optimizer state for, clipped to the
  * unpadded elements: [lo, lo + *len_p) relative to the bucket. */
@@ -25,6 +28,46 @@ static size_t ckpt_range(const zero_bucket_t *b, size_t *len_p)
     hi     = hi < b->count ? hi : b->count;
     *len_p = hi > lo ? hi - lo : 0;
     return lo;
+}
+
+#define CKPT_FNV_OFFSET 0xcbf29ce484222325ull
+#define CKPT_FNV_PRIME  0x100000001b3ull
+
+static uint64_t ckpt_fnv(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++) {
+        h = (h ^ b[i]) * CKPT_FNV_PRIME;
+    }
+    return h;
+}
+
+/* fwrite of n items, folded into *hash; 1 when all were written. */
+static int ckpt_put(FILE *f, const void *p, size_t size, size_t n, uint64_t *hash)
+{
+    *hash = ckpt_fnv(*hash, p, size * n);
+    return fwrite(p, size, n, f) == n;
+}
+
+/* The trailer of a shard of size bytes (trailer included) matches its content? */
+static int ckpt_verify(FILE *f, long size)
+{
+    unsigned char buf[65536];
+    uint64_t      h    = CKPT_FNV_OFFSET, want;
+    long          left = size - (long)sizeof(want);
+
+    if (left < 0 || fseek(f, 0, SEEK_SET) != 0) {
+        return 0;
+    }
+    while (left > 0) {
+        size_t n = (size_t)(left < (long)sizeof(buf) ? left : (long)sizeof(buf));
+        if (fread(buf, 1, n, f) != n) {
+            return 0;
+        }
+        h = ckpt_fnv(h, buf, n);
+        left -= (long)n;
+    }
+    return fread(&want, sizeof(want), 1, f) == 1 && want == h && fseek(f, 0, SEEK_SET) == 0;
 }
 
 static coll_result_t ckpt_write(coll_zero_t *z, const char *path, const char *fn)
@@ -38,22 +81,25 @@ static coll_result_t ckpt_write(coll_zero_t *z, const char *path, const char *fn
     if (f == NULL) {
         return coll_train_error(COLL_ERR_SYSTEM, fn, "cannot create %s: %s", path, strerror(errno));
     }
-    ok = fwrite(&h, sizeof(h), 1, f) == 1;
+    uint64_t hash = CKPT_FNV_OFFSET;
+    ok            = ckpt_put(f, &h, sizeof(h), 1, &hash);
     for (int k = 0; k < z->nbuckets && ok; k++) {
         zero_bucket_t       *b = &z->buckets[k];
         size_t               len, lo = ckpt_range(b, &len);
         coll_zero_ckpt_seg_t s = {z->params[b->lo].gstart + lo, len};
-        ok                     = fwrite(&s, sizeof(s), 1, f) == 1;
+        ok                     = ckpt_put(f, &s, sizeof(s), 1, &hash);
     }
     for (int k = 0; k < z->nbuckets && ok; k++) {
         zero_bucket_t *b = &z->buckets[k];
         size_t         len, lo = ckpt_range(b, &len);
         float         *master = coll_zero_master(b);
-        ok                    = fwrite(master + (lo - b->opt_lo), sizeof(float), len, f) == len;
+        ok                    = ckpt_put(f, master + (lo - b->opt_lo), sizeof(float), len, &hash);
         for (int s = 0; s < coll_zero_nstate(z) && ok; s++) {
-            ok = fwrite(b->state[s] + (lo - b->opt_lo), sizeof(float), len, f) == len;
+            ok = ckpt_put(f, b->state[s] + (lo - b->opt_lo), sizeof(float), len, &hash);
         }
     }
+    ok = ok && fwrite(&hash, sizeof(hash), 1, f) == 1;
+    ok = ok && fflush(f) == 0 && fsync(fileno(f)) == 0;
     if (fclose(f) != 0 || !ok) {
         return coll_train_error(COLL_ERR_SYSTEM, fn, "cannot write %s: %s", path, strerror(errno));
     }
@@ -240,6 +286,12 @@ static coll_result_t ckpt_read_rank(coll_zero_t *z, const char *dir, int r, int 
         st = coll_train_error(COLL_ERR_SYSTEM, fn, "cannot read %s: %s", path, strerror(errno));
         goto out;
     }
+    if (!ckpt_verify(f, size)) {
+        st = coll_train_error(COLL_ERR_INVALID_ARG, fn,
+                              "%s: checksum mismatch (corrupt or truncated shard)", path);
+        goto out;
+    }
+    size -= (long)sizeof(uint64_t); /* the trailer */
     if (coll_zero_ckpt_read_table(f, (uint64_t)size, (uint32_t)nstate, nelems, &h, &segs, why,
                                   sizeof(why)) != COLL_OK) {
         st = coll_train_error(COLL_ERR_INVALID_ARG, fn, "%s: %s", path, why);
@@ -286,9 +338,23 @@ COLL_API coll_result_t coll_zero_load(coll_zero_t *zero, const char *dir)
                                 zero == NULL ? "zero" : "dir");
     }
     COLL_CHECK(coll_zero_build(zero, fn));
-    COLL_CHECK(ckpt_read_manifest(zero, dir, &m, fn));
-    for (int r = 0; r < m.nranks; r++) {
-        COLL_CHECK(ckpt_read_rank(zero, dir, r, coll_zero_nstate(zero), fn));
+    coll_result_t st = ckpt_read_manifest(zero, dir, &m, fn), all;
+    for (int r = 0; st == COLL_OK && r < m.nranks; r++) {
+        st = ckpt_read_rank(zero, dir, r, coll_zero_nstate(zero), fn);
+    }
+    /* every rank learns whether every rank could read it, so that none goes on alone into the
+     * gather below (the worker is idle before training) */
+    int bad = st != COLL_OK, anybad = 0;
+    all = coll_allreduce(&bad, &anybad, 1, COLL_INT32, COLL_MAX, zero->worker.comm);
+    if (all != COLL_OK) {
+        return coll_train_error(all, fn, "agreeing on the result failed: %s",
+                                coll_comm_last_error(zero->worker.comm));
+    }
+    if (st != COLL_OK) {
+        return st; /* its message stays the last error */
+    }
+    if (anybad) {
+        return coll_train_error(COLL_ERR_REMOTE, fn, "another rank could not read %s", dir);
     }
     zero->steps = m.step;
     coll_info(TRAIN, "zero: loaded %s (written by %d ranks at stage %d, step %llu)", dir, m.nranks,

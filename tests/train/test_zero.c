@@ -334,6 +334,28 @@ static int zero_ckpt_rank(int rank, int n, coll_comm_t *comm, void *arg)
     return 0;
 }
 
+/* A shard with one flipped byte: every rank's load fails naming the checksum. */
+static int zero_corrupt_rank(int rank, int n, coll_comm_t *comm, void *arg)
+{
+    const char        *dir = arg;
+    coll_zero_config_t cfg = COLL_ZERO_CONFIG_INITIALIZER;
+    coll_zero_t       *z;
+    float             *init[NPARAM];
+    (void)rank, (void)n;
+    cfg.stage = 1;
+    cfg.optim = optim_config(COLL_OPTIM_ADAMW);
+    initial_params(init);
+    ASSERT_OK(coll_zero_create(comm, &cfg, &z));
+    for (int i = 0; i < NPARAM; i++) {
+        ASSERT_OK(coll_zero_register(z, init[i], param_count(i), COLL_FLOAT32, i / 2, NULL));
+        free(init[i]);
+    }
+    ASSERT_EQ(coll_zero_load(z, dir), COLL_ERR_INVALID_ARG);
+    ASSERT_STR_CONTAINS(coll_last_error(), "checksum mismatch");
+    ASSERT_OK(coll_zero_destroy(z));
+    return 0;
+}
+
 static int zero_errors_rank(int rank, int n, coll_comm_t *comm, void *arg)
 {
     coll_zero_config_t cfg = COLL_ZERO_CONFIG_INITIALIZER;
@@ -455,6 +477,26 @@ int main(void)
     failed += run(4, zero_ckpt_rank, &load, "zero checkpoint loaded at stage 2");
     load.stage = 0;
     failed += run(1, zero_ckpt_rank, &load, "zero checkpoint loaded at stage 0");
+    { /* flip one byte in the middle of rank 1's shard */
+        char  shard[256];
+        FILE *f;
+        snprintf(shard, sizeof(shard), "%s/rank-00001.bin", dir);
+        f = fopen(shard, "r+b");
+        if (f == NULL || fseek(f, 0, SEEK_END) != 0) {
+            return COLL_TEST_HARD;
+        }
+        long size = ftell(f);
+        int  c;
+        fseek(f, size / 2, SEEK_SET);
+        c = fgetc(f);
+        fseek(f, size / 2, SEEK_SET);
+        fputc(c ^ 0x10, f);
+        fclose(f);
+        coll_test_opts_t o  = {.nranks = 2, .want_comm = 1, .timeout_s = 60};
+        int              rc = coll_test_run_ranks(&o, zero_corrupt_rank, dir);
+        printf("%s: zero checkpoint with a flipped byte refused, 2 ranks\n", rc ? "FAIL" : "PASS");
+        failed += rc != 0;
+    }
     for (int r = 0; r < 2; r++) {
         char path[256];
         snprintf(path, sizeof(path), "%s/rank-%05d.bin", dir, r);
