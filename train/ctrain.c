@@ -383,7 +383,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "ctrain: out of memory\n");
         return 1;
     }
-    int           start  = o.resume ? resume_state(&o, gpt, &opt, rank) : 0;
+    int           start  = !o.resume      ? 0
+                           : zero != NULL ? ctrain_zero_resume(zero, gpt, &o, rank)
+                                          : resume_state(&o, gpt, &opt, rank);
     float        *lowp   = NULL;
     loss_scaler_t scaler = {o.precision == PREC_FP16 ? o.loss_scale : 1.0f, o.loss_scale_window, 0,
                             0};
@@ -489,7 +491,11 @@ int main(int argc, char **argv)
         n_ckpt[in_flight]++;
         ckpt_finish(&writer, world); /* commit the one written during this step */
         if (o.ckpt_every > 0 && (step + 1) % o.ckpt_every == 0) {
-            ckpt_start(&writer, &o, gpt, &opt, step + 1);
+            if (zero != NULL) { /* synchronous: coll_zero_save is collective */
+                ctrain_zero_save(zero, world, &o, step + 1, rank);
+            } else {
+                ckpt_start(&writer, &o, gpt, &opt, step + 1);
+            }
         }
         comm_total += comm_s;
         if (rank == 0) {

@@ -354,8 +354,8 @@ int ctrain_opts_parse(int argc, char **argv, ctrain_opts_t *o)
         fprintf(stderr, "ctrain: --zero 3 is wired into --model gpt only\n");
         return -1;
     }
-    if (o->zero > 0 && (o->compress.kind != 0 || o->ckpt_dir != NULL || o->dump_dir != NULL)) {
-        fprintf(stderr, "ctrain: --zero %d takes no --compress, --ckpt-dir or --dump\n", o->zero);
+    if (o->zero > 0 && (o->compress.kind != 0 || o->dump_dir != NULL)) {
+        fprintf(stderr, "ctrain: --zero %d takes no --compress or --dump\n", o->zero);
         return -1;
     }
     o->compress.warmup_steps = o->compress_warmup;

@@ -5,8 +5,14 @@
  */
 #include "ctrain_zero.h"
 
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static void zero_check(coll_result_t st, const char *what)
 {
@@ -131,4 +137,136 @@ void ctrain_zero_report(coll_zero_t *z, const model_t *m)
            st.stage, st.param_bytes / 1e6, st.grad_bytes / 1e6, st.optim_bytes / 1e6,
            m->nparams * 4 / 1e6, m->nparams * 4 / 1e6, m->nparams * 8 / 1e6);
     fflush(stdout);
+}
+
+/* ---- checkpoints: DIR/zero-step-NNNNNNNN, the library's shards plus ctrain.meta ---- */
+
+static void zero_ckpt_path(char *buf, size_t len, const char *root, int step, const char *sfx)
+{
+    snprintf(buf, len, "%s/zero-step-%08d%s", root, step, sfx);
+}
+
+/* Rank 0: an empty directory path (a leftover of a crash is emptied first). */
+static int zero_ckpt_fresh_dir(const char *path)
+{
+    DIR *d = opendir(path);
+    if (d != NULL) {
+        struct dirent *e;
+        char           f[4608];
+        while ((e = readdir(d)) != NULL) {
+            if (e->d_name[0] != '.') {
+                snprintf(f, sizeof(f), "%s/%s", path, e->d_name);
+                unlink(f);
+            }
+        }
+        closedir(d);
+        return 0;
+    }
+    return mkdir(path, 0777) == 0 ? 0 : -1;
+}
+
+int ctrain_zero_save(coll_zero_t *z, coll_comm_t *world, const ctrain_opts_t *o, int step, int rank)
+{
+    char dir[4096], tmp[4096], meta[4200];
+    int  bad = 0;
+    zero_ckpt_path(dir, sizeof(dir), o->ckpt_dir, step, "");
+    zero_ckpt_path(tmp, sizeof(tmp), o->ckpt_dir, step, ".tmp");
+    if (rank == 0) {
+        if ((mkdir(o->ckpt_dir, 0777) != 0 && errno != EEXIST) || zero_ckpt_fresh_dir(tmp) != 0) {
+            fprintf(stderr, "ctrain: cannot create %s: %s\n", tmp, strerror(errno));
+            bad = 1;
+        }
+    }
+    zero_check(coll_allreduce(&bad, &bad, 1, COLL_INT32, COLL_MAX, world), "checkpoint vote");
+    if (bad) {
+        return -1;
+    }
+    coll_result_t st = coll_zero_save(z, tmp); /* collective: every rank learns the outcome */
+    if (st != COLL_OK) {
+        if (rank == 0) {
+            fprintf(stderr, "ctrain: checkpoint at step %d not written: %s\n", step,
+                    coll_last_error());
+        }
+        return -1;
+    }
+    if (rank == 0) { /* the seed it was made with, then the rename that makes it count */
+        snprintf(meta, sizeof(meta), "%s/ctrain.meta", tmp);
+        FILE *f  = fopen(meta, "w");
+        int   ok = f != NULL && fprintf(f, "seed %llu\n", (unsigned long long)o->seed) > 0 &&
+                 fflush(f) == 0 && fsync(fileno(f)) == 0;
+        ok = (f != NULL && fclose(f) == 0) && ok;
+        struct stat sb;
+        if (ok && stat(dir, &sb) == 0) { /* an older save of this step (a rerun): replaced */
+            zero_ckpt_fresh_dir(dir);
+            rmdir(dir);
+        }
+        if (!ok || rename(tmp, dir) != 0) {
+            fprintf(stderr, "ctrain: checkpoint at step %d not committed: %s\n", step,
+                    strerror(errno));
+            return -1;
+        }
+        int dfd = open(o->ckpt_dir, O_RDONLY | O_DIRECTORY);
+        if (dfd >= 0) {
+            fsync(dfd);
+            close(dfd);
+        }
+    }
+    return 0;
+}
+
+static int zero_step_cmp(const void *a, const void *b)
+{
+    return *(const int *)b - *(const int *)a; /* newest first */
+}
+
+int ctrain_zero_resume(coll_zero_t *z, model_t *m, const ctrain_opts_t *o, int rank)
+{
+    DIR *d     = opendir(o->ckpt_dir);
+    int *steps = NULL, n = 0, cap = 0, found = 0;
+    if (d == NULL) {
+        return 0;
+    }
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        int  s;
+        char tail;
+        if (sscanf(e->d_name, "zero-step-%d%c", &s, &tail) == 1 && s > 0) {
+            if (n == cap) {
+                int *t = realloc(steps, (size_t)(cap = cap ? 2 * cap : 16) * sizeof(int));
+                if (t == NULL) {
+                    break;
+                }
+                steps = t;
+            }
+            steps[n++] = s;
+        }
+    }
+    closedir(d);
+    qsort(steps, (size_t)n, sizeof(int), zero_step_cmp);
+    for (int i = 0; i < n && !found; i++) { /* every rank sees the same list: same order */
+        char               dir[4096], meta[4200];
+        unsigned long long seed = 0;
+        zero_ckpt_path(dir, sizeof(dir), o->ckpt_dir, steps[i], "");
+        if (coll_zero_load(z, dir) != COLL_OK) {
+            if (rank == 0) {
+                fprintf(stderr, "ctrain: %s unusable (%s); trying an older one\n", dir,
+                        coll_last_error());
+            }
+            continue;
+        }
+        snprintf(meta, sizeof(meta), "%s/ctrain.meta", dir);
+        FILE *f = fopen(meta, "r");
+        if (f == NULL || fscanf(f, "seed %llu", &seed) != 1 || seed != o->seed) {
+            fprintf(stderr, "ctrain: %s was made with --seed %llu, not %llu\n", dir, seed,
+                    (unsigned long long)o->seed);
+            exit(2);
+        }
+        fclose(f);
+        zero_point_params(z, m);
+        if (rank == 0) {
+            printf("ctrain: resumed from %s\n", dir);
+        }
+        found = steps[i];
+    }
+    free(steps);
+    return found;
 }

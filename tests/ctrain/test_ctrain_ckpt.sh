@@ -6,7 +6,8 @@
 # rerun resumes from step 10 and the loss curve (train and validation losses, lr, grad norm)
 # must equal the uninterrupted run's bit for bit. Then the newest checkpoint is corrupted
 # (one byte flipped): the rerun must detect it, use the previous one and again reproduce the
-# curve. Exit 0 pass, 1 fail, 99 harness error.
+# curve. The same again with ZeRO-2 (the library's checksummed shards), whose last checkpoint
+# then resumes on 3 ranks. Exit 0 pass, 1 fail, 99 harness error.
 srcdir=${srcdir:-.}
 CTRAIN=${top_builddir:-.}/ctrain
 COLLRUN=${COLLRUN:-${top_builddir:-.}/collrun}
@@ -42,5 +43,28 @@ printf '\377' | dd of="$f" bs=1 seek=$((size / 2)) conv=notrunc 2>/dev/null
 grep -q "step-00000020: shard 2 is corrupt" "$T/corrupt.out" || fail "corruption not detected"
 grep -q "resumed from .*step-00000015" "$T/corrupt.out" || fail "did not fall back to step 15"
 same_curve "corrupt newest checkpoint, fall back"
+# the same with ZeRO-2: the library's sharded checkpoints (checksummed shards, a manifest),
+# saved synchronously into zero-step-N; then a resume on 3 ranks re-shards the state
+AZ="$A --zero 2"
+KZ="--ckpt-dir $T/zckpt --ckpt-every 5 --resume --kill-at 13"
+"$COLLRUN" -n 4 "$CTRAIN" $AZ --csv "$T/ref.csv" >"$T/ref.out" 2>&1 || { cat "$T/ref.out"; fail "ZeRO reference run"; }
+"$COLLRUN" -n 4 "$CTRAIN" $AZ $KZ --csv "$T/run.csv" >"$T/kill.out" 2>&1
+rc=$?
+[ $rc -ne 0 ] && grep -q "collrun: .*rank 3, signal 9" "$T/kill.out" || { cat "$T/kill.out"; fail "ZeRO killed run: status $rc"; }
+[ -f "$T/zckpt/zero-step-00000010/manifest" ] && [ ! -d "$T/zckpt/zero-step-00000015" ] || fail "ZeRO: expected checkpoints 5 and 10 only"
+"$COLLRUN" -n 4 "$CTRAIN" $AZ $KZ --csv "$T/run.csv" >"$T/resume.out" 2>&1 || { cat "$T/resume.out"; fail "ZeRO resumed run"; }
+grep -q "resumed from .*zero-step-00000010" "$T/resume.out" || fail "ZeRO: did not resume from step 10"
+same_curve "ZeRO-2: kill -9 at step 13, resume"
+f="$T/zckpt/zero-step-00000020/rank-00002.bin"
+[ -f "$f" ] || fail "ZeRO: no checkpoint at step 20"
+size=$(wc -c <"$f")
+printf '\377' | dd of="$f" bs=1 seek=$((size / 2)) conv=notrunc 2>/dev/null
+"$COLLRUN" -n 4 "$CTRAIN" $AZ $KZ --csv "$T/run.csv" >"$T/corrupt.out" 2>&1 || { cat "$T/corrupt.out"; fail "ZeRO run after corruption"; }
+grep -q "zero-step-00000020 unusable (.*checksum mismatch" "$T/corrupt.out" || fail "ZeRO: corruption not detected"
+grep -q "resumed from .*zero-step-00000015" "$T/corrupt.out" || fail "ZeRO: did not fall back to step 15"
+same_curve "ZeRO-2: corrupt newest checkpoint, fall back"
+"$COLLRUN" -n 3 "$CTRAIN" $AZ --ckpt-dir "$T/zckpt" --resume --steps 25 >"$T/three.out" 2>&1 || { cat "$T/three.out"; fail "ZeRO resume on 3 ranks"; }
+grep -q "resumed from .*zero-step-00000020" "$T/three.out" && grep -q "^step   25/25 " "$T/three.out" &&
+    echo "ZeRO-2: the 4-rank checkpoint of step 20 resumed on 3 ranks to step 25" || fail "ZeRO: no resume on 3 ranks"
 echo "test_ctrain_ckpt: $nfail failure(s)"
 [ $nfail -eq 0 ]
