@@ -26,43 +26,34 @@ same_curve() { # columns step..grad_norm (step_s is a timing)
         fail "$1: loss curve differs"; diff "$T/a" "$T/b" | head -5
     fi
 }
-"$COLLRUN" -n 4 "$CTRAIN" $A --csv "$T/ref.csv" >"$T/ref.out" 2>&1 || { cat "$T/ref.out"; fail "reference run"; }
-"$COLLRUN" -n 4 "$CTRAIN" $A $K --csv "$T/run.csv" >"$T/kill.out" 2>&1
-rc=$?
-[ $rc -ne 0 ] && grep -q "collrun: .*rank 3, signal 9" "$T/kill.out" || { cat "$T/kill.out"; fail "killed run: status $rc, collrun did not report rank 3 killed"; }
-[ -f "$T/ckpt/step-00000010/manifest" ] && [ ! -d "$T/ckpt/step-00000015" ] || fail "expected checkpoints 5 and 10 only"
-"$COLLRUN" -n 4 "$CTRAIN" $A $K --csv "$T/run.csv" >"$T/resume.out" 2>&1 || { cat "$T/resume.out"; fail "resumed run"; }
-grep -q "resumed from .*step-00000010" "$T/resume.out" || fail "did not resume from step 10"
-same_curve "kill -9 at step 13, resume"
-# corrupt the newest checkpoint: flip one byte in the middle of a shard
-f="$T/ckpt/step-00000020/shard-2-of-4.bin"
-[ -f "$f" ] || fail "no checkpoint at step 20"
-size=$(wc -c <"$f")
-printf '\377' | dd of="$f" bs=1 seek=$((size / 2)) conv=notrunc 2>/dev/null
-"$COLLRUN" -n 4 "$CTRAIN" $A $K --csv "$T/run.csv" >"$T/corrupt.out" 2>&1 || { cat "$T/corrupt.out"; fail "run after corruption"; }
-grep -q "step-00000020: shard 2 is corrupt" "$T/corrupt.out" || fail "corruption not detected"
-grep -q "resumed from .*step-00000015" "$T/corrupt.out" || fail "did not fall back to step 15"
-same_curve "corrupt newest checkpoint, fall back"
-# the same with ZeRO-2: the library's sharded checkpoints (checksummed shards, a manifest),
-# saved synchronously into zero-step-N; then a resume on 3 ranks re-shards the state
+# kill_resume NAME "ctrain args" CKPTDIR DIRPREFIX SHARD2 "corruption message": reference run,
+# kill -9 of rank 3 at step 13, resume from step 10, then a flipped byte in rank 2's shard of
+# step 20 and a resume from step 15; both curves must equal the reference bit for bit.
+kill_resume() {
+    name=$1 args=$2 dir=$3 pre=$4 shard=$5 msg=$6
+    k="--ckpt-dir $dir --ckpt-every 5 --resume --kill-at 13"
+    "$COLLRUN" -n 4 "$CTRAIN" $args --csv "$T/ref.csv" >"$T/ref.out" 2>&1 || { cat "$T/ref.out"; fail "$name: reference run"; }
+    "$COLLRUN" -n 4 "$CTRAIN" $args $k --csv "$T/run.csv" >"$T/kill.out" 2>&1
+    rc=$?
+    [ $rc -ne 0 ] && grep -q "collrun: .*rank 3, signal 9" "$T/kill.out" || { cat "$T/kill.out"; fail "$name: killed run: status $rc, collrun did not report rank 3 killed"; }
+    [ -f "$dir/${pre}00000010/manifest" ] && [ ! -d "$dir/${pre}00000015" ] || fail "$name: expected checkpoints 5 and 10 only"
+    "$COLLRUN" -n 4 "$CTRAIN" $args $k --csv "$T/run.csv" >"$T/resume.out" 2>&1 || { cat "$T/resume.out"; fail "$name: resumed run"; }
+    grep -q "resumed from .*${pre}00000010" "$T/resume.out" || fail "$name: did not resume from step 10"
+    same_curve "$name: kill -9 at step 13, resume"
+    f="$dir/${pre}00000020/$shard" # flip one byte in the middle of a shard
+    [ -f "$f" ] || fail "$name: no checkpoint at step 20"
+    size=$(wc -c <"$f")
+    printf '\377' | dd of="$f" bs=1 seek=$((size / 2)) conv=notrunc 2>/dev/null
+    "$COLLRUN" -n 4 "$CTRAIN" $args $k --csv "$T/run.csv" >"$T/corrupt.out" 2>&1 || { cat "$T/corrupt.out"; fail "$name: run after corruption"; }
+    grep -q "$msg" "$T/corrupt.out" || fail "$name: corruption not detected"
+    grep -q "resumed from .*${pre}00000015" "$T/corrupt.out" || fail "$name: did not fall back to step 15"
+    same_curve "$name: corrupt newest checkpoint, fall back"
+}
+kill_resume DDP "$A" "$T/ckpt" step- shard-2-of-4.bin "step-00000020: shard 2 is corrupt"
+# ZeRO-2: the library's sharded checkpoints (checksummed shards, a manifest), saved
+# synchronously into zero-step-N; then the last one resumes on 3 ranks, re-sharded
 AZ="$A --zero 2"
-KZ="--ckpt-dir $T/zckpt --ckpt-every 5 --resume --kill-at 13"
-"$COLLRUN" -n 4 "$CTRAIN" $AZ --csv "$T/ref.csv" >"$T/ref.out" 2>&1 || { cat "$T/ref.out"; fail "ZeRO reference run"; }
-"$COLLRUN" -n 4 "$CTRAIN" $AZ $KZ --csv "$T/run.csv" >"$T/kill.out" 2>&1
-rc=$?
-[ $rc -ne 0 ] && grep -q "collrun: .*rank 3, signal 9" "$T/kill.out" || { cat "$T/kill.out"; fail "ZeRO killed run: status $rc"; }
-[ -f "$T/zckpt/zero-step-00000010/manifest" ] && [ ! -d "$T/zckpt/zero-step-00000015" ] || fail "ZeRO: expected checkpoints 5 and 10 only"
-"$COLLRUN" -n 4 "$CTRAIN" $AZ $KZ --csv "$T/run.csv" >"$T/resume.out" 2>&1 || { cat "$T/resume.out"; fail "ZeRO resumed run"; }
-grep -q "resumed from .*zero-step-00000010" "$T/resume.out" || fail "ZeRO: did not resume from step 10"
-same_curve "ZeRO-2: kill -9 at step 13, resume"
-f="$T/zckpt/zero-step-00000020/rank-00002.bin"
-[ -f "$f" ] || fail "ZeRO: no checkpoint at step 20"
-size=$(wc -c <"$f")
-printf '\377' | dd of="$f" bs=1 seek=$((size / 2)) conv=notrunc 2>/dev/null
-"$COLLRUN" -n 4 "$CTRAIN" $AZ $KZ --csv "$T/run.csv" >"$T/corrupt.out" 2>&1 || { cat "$T/corrupt.out"; fail "ZeRO run after corruption"; }
-grep -q "zero-step-00000020 unusable (.*checksum mismatch" "$T/corrupt.out" || fail "ZeRO: corruption not detected"
-grep -q "resumed from .*zero-step-00000015" "$T/corrupt.out" || fail "ZeRO: did not fall back to step 15"
-same_curve "ZeRO-2: corrupt newest checkpoint, fall back"
+kill_resume ZeRO-2 "$AZ" "$T/zckpt" zero-step- rank-00002.bin "zero-step-00000020 unusable (.*checksum mismatch"
 "$COLLRUN" -n 3 "$CTRAIN" $AZ --ckpt-dir "$T/zckpt" --resume --steps 25 >"$T/three.out" 2>&1 || { cat "$T/three.out"; fail "ZeRO resume on 3 ranks"; }
 grep -q "resumed from .*zero-step-00000020" "$T/three.out" && grep -q "^step   25/25 " "$T/three.out" &&
     echo "ZeRO-2: the 4-rank checkpoint of step 20 resumed on 3 ranks to step 25" || fail "ZeRO: no resume on 3 ranks"
