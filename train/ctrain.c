@@ -21,6 +21,9 @@
 #include "precision.h"   /* defines: prec_round, loss_scaler_t (--precision bf16|fp16) */
 
 #include <math.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -287,6 +290,36 @@ static FILE *csv_open(const char *path, int start_step)
     return f;
 }
 
+/* ---- OpenMP: the CPUs of this host shared among its ranks ---- */
+
+/* Threads per rank: OMP_NUM_THREADS if set, else the online CPUs over the ranks on this host
+ * (collrun, torchrun, Open MPI, Slurm say how many; 1 rank when none does). The parallel loops
+ * keep every sum's order, so the result does not depend on the thread count. */
+static int ctrain_threads(void)
+{
+#ifdef _OPENMP
+    static const char *const vars[] = {"COLL_LOCAL_NRANKS", "LOCAL_WORLD_SIZE",
+                                       "OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS",
+                                       "SLURM_NTASKS_PER_NODE"};
+    const char              *env    = getenv("OMP_NUM_THREADS");
+    long                     ncpu = sysconf(_SC_NPROCESSORS_ONLN), local = 1;
+    if (env != NULL && atoi(env) > 0) {
+        return omp_get_max_threads();
+    }
+    for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
+        if ((env = getenv(vars[i])) != NULL && atol(env) > 0) {
+            local = atol(env);
+            break;
+        }
+    }
+    int t = ncpu > local ? (int)(ncpu / local) : 1;
+    omp_set_num_threads(t);
+    return t;
+#else
+    return 1;
+#endif
+}
+
 /* ---- mixed precision: the model reads a rounded copy of the fp32 master weights ---- */
 
 static void lowp_refresh(model_t *m, float *lowp, prec_t p)
@@ -350,6 +383,7 @@ int main(int argc, char **argv)
     }
     coll_comm_t *world;
     int          rank, nranks;
+    int          threads = ctrain_threads();
     if (o.deterministic) {
         /* The arithmetic is deterministic on the CPU; what could vary between two runs is which
          * algorithm (so which summation order) a collective gets, when the tuner measures the
@@ -404,7 +438,8 @@ int main(int argc, char **argv)
         return 2;
     }
     if (rank == 0) {
-        printf("ctrain: %s; %d ranks x batch %d x accum %d\n", gpt->desc, nranks, B, o.grad_accum);
+        printf("ctrain: %s; %d ranks x batch %d x accum %d, %d thread%s per rank\n", gpt->desc,
+               nranks, B, o.grad_accum, threads, threads > 1 ? "s" : "");
     }
     ctrain_dump_t *dump =
         o.dump_dir != NULL && gpt->gpt != NULL ? ctrain_dump_open(o.dump_dir, &o, gpt->gpt) : NULL;

@@ -63,6 +63,7 @@ void layer_norm_bwd(float *dinp, float *dw, float *db, const float *dout, const 
 void linear_fwd(float *out, const float *inp, const float *w, const float *b, int N, int Cin,
                 int Cout)
 {
+#pragma omp parallel for schedule(static)
     for (int n = 0; n < N; n++) {
         const float *x = inp + (size_t)n * Cin;
         float       *y = out + (size_t)n * Cout;
@@ -83,6 +84,7 @@ void linear_bwd(float *dinp, float *dw, float *db, const float *dout, const floa
 {
     if (dinp != NULL) {
         memset(dinp, 0, (size_t)N * Cin * sizeof(float));
+#pragma omp parallel for schedule(static)
         for (int n = 0; n < N; n++) {
             float       *dx = dinp + (size_t)n * Cin;
             const float *dy = dout + (size_t)n * Cout;
@@ -95,6 +97,7 @@ void linear_bwd(float *dinp, float *dw, float *db, const float *dout, const floa
             }
         }
     }
+#pragma omp parallel for schedule(static)
     for (int o = 0; o < Cout; o++) {
         float *dwr = dw + (size_t)o * Cin;
         float  gb  = 0.0f;
@@ -138,6 +141,7 @@ void attention_fwd(float *out, float *att, const float *qkv, int B, int T, int C
 {
     int   hs    = C / H;
     float scale = 1.0f / sqrtf((float)hs);
+#pragma omp parallel for collapse(2) schedule(static)
     for (int b = 0; b < B; b++) {
         for (int h = 0; h < H; h++) {
             for (int t = 0; t < T; t++) {

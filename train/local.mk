@@ -8,6 +8,8 @@ ctrain_SOURCES = train/ctrain.c train/ctrain_opts.c train/ctrain_opts.h train/ct
     train/model_gpt.c train/model_mlp.c train/ctrain_zero.c train/ctrain_zero.h \
     train/precision.c train/precision.h
 ctrain_CPPFLAGS = -I$(top_srcdir)/include -I$(top_builddir)/include
+ctrain_CFLAGS = $(AM_CFLAGS) $(OPENMP_CFLAGS)
+ctrain_LDFLAGS = $(OPENMP_CFLAGS)
 ctrain_LDADD = libcoll.la -lz -lpthread -lm
 EXTRA_DIST += train/fetch_moby_dick.sh train/plot_loss.sh
 dist_man_MANS += man/man1/ctrain.1
