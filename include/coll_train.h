@@ -144,6 +144,15 @@ COLL_API coll_result_t coll_ddp_get_stats(const coll_ddp_t *ddp, coll_ddp_stats_
  */
 COLL_API coll_result_t coll_ddp_arrival_stats(coll_ddp_t *ddp, char *buf, size_t len);
 
+/**
+ * @brief The state of every compressed bucket (coll_compress_get_state), as one blob for a
+ *        checkpoint: its size, a copy (len must equal the size) and a restore into the same
+ *        bucket layout and compressors. Between steps; each rank's state is its own.
+ */
+COLL_API coll_result_t coll_ddp_compress_state_size(const coll_ddp_t *ddp, size_t *bytes_p);
+COLL_API coll_result_t coll_ddp_get_compress_state(const coll_ddp_t *ddp, void *buf, size_t len);
+COLL_API coll_result_t coll_ddp_set_compress_state(coll_ddp_t *ddp, const void *buf, size_t len);
+
 /* ---- ZeRO: sharded optimizer state, gradients and parameters ---- */
 
 /** @brief Opaque ZeRO object: parameters, gradients and optimizer state, sharded by stage. */
@@ -372,6 +381,16 @@ COLL_API coll_result_t coll_compress_wait(coll_compress_t *c);
 /** @brief Counters: last step and totals. */
 COLL_API coll_result_t coll_compress_get_stats(const coll_compress_t *c,
                                                coll_compress_stats_t *stats_p);
+
+/**
+ * @brief The state a compressor carries from step to step (error-feedback residuals, the
+ *        momentum-correction velocity, the step count that drives warm-ups), as bytes to keep
+ *        in a checkpoint: its size, a copy into buf (len must equal the size), and a restore
+ *        into a compressor of the same kind and count. Between steps only.
+ */
+COLL_API coll_result_t coll_compress_state_size(const coll_compress_t *c, size_t *bytes_p);
+COLL_API coll_result_t coll_compress_get_state(const coll_compress_t *c, void *buf, size_t len);
+COLL_API coll_result_t coll_compress_set_state(coll_compress_t *c, const void *buf, size_t len);
 
 /**
  * @brief The error-feedback residual left by the last step (read-only view, valid until the

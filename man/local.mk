@@ -34,6 +34,9 @@ dist_man_MANS += \
     man/man3/coll_compress_get_stats.3 \
     man/man3/coll_compress_residual.3 \
     man/man3/coll_compress_sent.3 \
+    man/man3/coll_compress_state_size.3 \
+    man/man3/coll_compress_get_state.3 \
+    man/man3/coll_compress_set_state.3 \
     man/man3/coll_compress_start.3 \
     man/man3/coll_compress_wait.3 \
     man/man3/coll_ddp.3 \
@@ -42,6 +45,9 @@ dist_man_MANS += \
     man/man3/coll_ddp_destroy.3 \
     man/man3/coll_ddp_get_stats.3 \
     man/man3/coll_ddp_arrival_stats.3 \
+    man/man3/coll_ddp_compress_state_size.3 \
+    man/man3/coll_ddp_get_compress_state.3 \
+    man/man3/coll_ddp_set_compress_state.3 \
     man/man3/coll_ddp_grad.3 \
     man/man3/coll_ddp_grad_ready.3 \
     man/man3/coll_ddp_register.3 \

@@ -5,7 +5,9 @@
  * and the schedule) and the seed, then a manifest written by rank 0 once every shard is on
  * disk. Every file is written to a temporary name, fsynced and renamed (atomic) and carries an
  * FNV-1a checksum; a checkpoint with a missing or corrupt file is skipped for the one before.
- * ctrain calls ckpt_save_shard from a background thread, on a copy of the state.
+ * A rank may add its own state (the compressors' residuals) as extra-R-of-N.bin, checksummed
+ * the same way and verified by every rank on load. ctrain calls ckpt_save_shard from a
+ * background thread, on a copy of the state.
  */
 #include "ckpt.h"
 
@@ -18,7 +20,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define CKPT_MAGIC 0x3154504b43525443ULL /* "CTRCKPT1" */
+#define CKPT_MAGIC       0x3154504b43525443ULL /* "CTRCKPT1" */
+#define CKPT_EXTRA_MAGIC 0x3158504b43525443ULL /* "CTRCKPX1" */
+
+typedef struct {
+    uint64_t magic, len, checksum;
+} extra_header_t;
 
 typedef struct {
     uint64_t magic, step, nparams, off, count, adam_t, seed, nranks, rank, checksum;
@@ -92,7 +99,47 @@ int ckpt_save_shard(const char *root, uint64_t step, int rank, int nranks, const
     const void  *parts[4] = {&h, s->params + off, s->m + off, s->v + off};
     const size_t lens[4]  = {sizeof(h), cnt * 4, cnt * 4, cnt * 4};
     snprintf(name, sizeof(name), "shard-%d-of-%d.bin", rank, nranks);
-    return write_atomic(dir, name, parts, lens, 4);
+    if (write_atomic(dir, name, parts, lens, 4) != 0) {
+        return -1;
+    }
+    if (s->extra_len == 0) {
+        return 0;
+    }
+    extra_header_t x = {CKPT_EXTRA_MAGIC, s->extra_len, 0};
+    x.checksum       = fnv1a(fnv1a(0xcbf29ce484222325ULL, &x, sizeof(x)), s->extra, s->extra_len);
+    const void  *xparts[2] = {&x, s->extra};
+    const size_t xlens[2]  = {sizeof(x), s->extra_len};
+    snprintf(name, sizeof(name), "extra-%d-of-%d.bin", rank, nranks);
+    return write_atomic(dir, name, xparts, xlens, 2);
+}
+
+/* Every rank's extra file of a checkpoint made by nranks ranks verifies; this rank's into s. */
+static int ckpt_load_extras(const char *dir, int nranks, ckpt_state_t *s)
+{
+    char  path[4300];
+    void *buf = malloc(s->extra_len + 1);
+    int   rc  = buf != NULL ? 0 : -1;
+    for (int r = 0; r < nranks && rc == 0; r++) {
+        extra_header_t x;
+        snprintf(path, sizeof(path), "%s/extra-%d-of-%d.bin", dir, r, nranks);
+        FILE *f  = fopen(path, "rb");
+        int   ok = f != NULL && fread(&x, sizeof(x), 1, f) == 1 && x.magic == CKPT_EXTRA_MAGIC &&
+                 x.len == s->extra_len && fread(buf, 1, x.len, f) == x.len && fgetc(f) == EOF;
+        if (f != NULL) {
+            fclose(f);
+        }
+        uint64_t want = ok ? x.checksum : 0;
+        x.checksum    = 0;
+        if (!ok || fnv1a(fnv1a(0xcbf29ce484222325ULL, &x, sizeof(x)), buf, s->extra_len) != want) {
+            fprintf(stderr, "ctrain: checkpoint %s: extra state of rank %d missing or corrupt\n",
+                    dir, r);
+            rc = -1;
+        } else if (r == s->rank) {
+            memcpy(s->extra, buf, s->extra_len);
+        }
+    }
+    free(buf);
+    return rc;
 }
 
 int ckpt_commit(const char *root, uint64_t step, int nranks)
@@ -149,6 +196,13 @@ static int ckpt_load_dir(const char *dir, ckpt_state_t *s, uint64_t *step_p)
         }
         s->adam_t = h.adam_t;
         s->seed   = h.seed;
+    }
+    s->extra_loaded = 0;
+    if (s->extra_len > 0 && nranks == s->nranks) { /* per-rank state maps onto the same ranks */
+        if (ckpt_load_extras(dir, nranks, s) != 0) {
+            return -1;
+        }
+        s->extra_loaded = 1;
     }
     *step_p = step;
     return 0;

@@ -13,6 +13,13 @@ typedef struct {
     size_t   nparams;
     uint64_t adam_t; /* optimizer steps taken */
     uint64_t seed;
+    /* Optional: this rank's own state (the compressors' residuals), extra_len bytes, saved as
+     * extra-R-of-N.bin; on load every rank's file is verified and this rank's copied in when
+     * the checkpoint was made by nranks ranks (extra_loaded 1), else left alone (0). */
+    void  *extra;
+    size_t extra_len;
+    int    rank, nranks; /* load: who reads */
+    int    extra_loaded;
 } ckpt_state_t;
 
 /* This rank's slice of the state into root/step-NNNNNNNN/; 0 or -1 (message printed). */

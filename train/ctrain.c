@@ -163,13 +163,17 @@ static float evaluate(model_t *m, const ctrain_opts_t *o, int rank, int nranks, 
 
 /* ---- checkpoints: resume from the newest valid one; save one shard per rank ---- */
 
-static int resume_state(const ctrain_opts_t *o, model_t *gpt, adamw_t *opt, int rank)
+static int resume_state(const ctrain_opts_t *o, model_t *gpt, adamw_t *opt, coll_ddp_t *ddp,
+                        int rank, int nranks)
 {
-    size_t       n    = gpt->nparams;
-    ckpt_state_t s    = {malloc(n * 4), malloc(n * 4), malloc(n * 4), n, 0, 0};
-    uint64_t     step = 0;
-    int          rc   = -1;
-    if (s.params != NULL && s.m != NULL && s.v != NULL) {
+    size_t   n = gpt->nparams, xlen = 0;
+    uint64_t step = 0;
+    int      rc   = -1;
+    CHECK_COLL(coll_ddp_compress_state_size(ddp, &xlen), "coll_ddp_compress_state_size");
+    ckpt_state_t s = {
+        malloc(n * 4), malloc(n * 4), malloc(n * 4), n, 0, 0, xlen > 0 ? malloc(xlen) : NULL,
+        xlen,          rank,          nranks,        0};
+    if (s.params != NULL && s.m != NULL && s.v != NULL && (xlen == 0 || s.extra != NULL)) {
         rc = ckpt_load_latest(o->ckpt_dir, &s, &step);
     }
     if (rc == 0 && s.seed != o->seed) {
@@ -182,16 +186,19 @@ static int resume_state(const ctrain_opts_t *o, model_t *gpt, adamw_t *opt, int 
         memcpy(opt->m, s.m, n * 4);
         memcpy(opt->v, s.v, n * 4);
         opt->t = (int)s.adam_t;
+        if (s.extra_loaded) { /* the compressors' residuals, velocity and step counts */
+            CHECK_COLL(coll_ddp_set_compress_state(ddp, s.extra, xlen),
+                       "coll_ddp_set_compress_state");
+        }
         if (rank == 0) {
             printf("ctrain: resumed from %s/step-%08llu\n", o->ckpt_dir, (unsigned long long)step);
-            if (o->compress.kind != 0) { /* said, not hidden: the curve will not be bit-exact */
-                printf("ctrain: the compressors' residuals are not in checkpoints: they restart "
-                       "from zero, so the resumed curve is close to, not equal to, an "
-                       "uninterrupted one\n");
+            if (xlen > 0 && !s.extra_loaded) { /* said, not hidden: not bit-exact then */
+                printf("ctrain: the checkpoint was made by another number of ranks: the "
+                       "compressors' residuals restart from zero\n");
             }
         }
     }
-    free(s.params), free(s.m), free(s.v);
+    free(s.params), free(s.m), free(s.v), free(s.extra);
     return rc == 0 ? (int)step : 0;
 }
 
@@ -212,9 +219,21 @@ static void *ckpt_writer_main(void *arg)
     return NULL;
 }
 
-static void ckpt_start(ckpt_writer_t *w, const ctrain_opts_t *o, model_t *m, adamw_t *opt, int step)
+static void ckpt_start(ckpt_writer_t *w, const ctrain_opts_t *o, model_t *m, adamw_t *opt,
+                       coll_ddp_t *ddp, int step)
 {
-    size_t n = m->nparams * sizeof(float);
+    size_t xlen = 0; /* this rank's compressor state, if any bucket is compressed */
+    CHECK_COLL(coll_ddp_compress_state_size(ddp, &xlen), "coll_ddp_compress_state_size");
+    if (xlen > 0 && w->snap.extra == NULL && (w->snap.extra = malloc(xlen)) == NULL) {
+        fprintf(stderr, "ctrain: out of memory for a checkpoint\n");
+        exit(1);
+    }
+    if (xlen > 0) {
+        CHECK_COLL(coll_ddp_get_compress_state(ddp, w->snap.extra, xlen),
+                   "coll_ddp_get_compress_state");
+    }
+    w->snap.extra_len = xlen;
+    size_t n          = m->nparams * sizeof(float);
     if (w->snap.params == NULL) {
         w->snap.params = malloc(n), w->snap.m = malloc(n), w->snap.v = malloc(n);
         if (w->snap.params == NULL || w->snap.m == NULL || w->snap.v == NULL) {
@@ -419,7 +438,7 @@ int main(int argc, char **argv)
     }
     int           start  = !o.resume      ? 0
                            : zero != NULL ? ctrain_zero_resume(zero, gpt, &o, rank)
-                                          : resume_state(&o, gpt, &opt, rank);
+                                          : resume_state(&o, gpt, &opt, ddp, rank, nranks);
     float        *lowp   = NULL;
     loss_scaler_t scaler = {o.precision == PREC_FP16 ? o.loss_scale : 1.0f, o.loss_scale_window, 0,
                             0};
@@ -529,7 +548,7 @@ int main(int argc, char **argv)
             if (zero != NULL) { /* synchronous: coll_zero_save is collective */
                 ctrain_zero_save(zero, world, &o, step + 1, rank);
             } else {
-                ckpt_start(&writer, &o, gpt, &opt, step + 1);
+                ckpt_start(&writer, &o, gpt, &opt, ddp, step + 1);
             }
         }
         comm_total += comm_s;
@@ -567,7 +586,7 @@ int main(int argc, char **argv)
         }
     }
     ckpt_finish(&writer, world);
-    free(writer.snap.params), free(writer.snap.m), free(writer.snap.v);
+    free(writer.snap.params), free(writer.snap.m), free(writer.snap.v), free(writer.snap.extra);
     if (rank == 0 && n_ckpt[1] > 0) {
         printf("step time: %.1f ms without a checkpoint in flight (%d steps), %.1f ms with one "
                "(%d steps)\n",

@@ -434,3 +434,106 @@ COLL_API coll_result_t coll_compress_sent(const coll_compress_t *c, float *sent)
     }
     return COLL_OK;
 }
+
+/* ---- state across steps, for checkpoints: a header, the worker residual, the velocity (top-k
+ * with momentum correction) and the server residual (1-bit) ---- */
+
+#define COMPRESS_STATE_MAGIC 0x534d4f43u /* "COMS" */
+
+typedef struct {
+    uint32_t magic, kind;
+    uint64_t count, steps, nvel, nserver;
+} compress_state_hdr_t;
+
+static compress_state_hdr_t compress_state_hdr(const coll_compress_t *c)
+{
+    compress_state_hdr_t h = {COMPRESS_STATE_MAGIC,
+                              (uint32_t)c->cfg.kind,
+                              c->count,
+                              c->stats.steps,
+                              c->velocity != NULL ? c->count : 0,
+                              c->server_res != NULL ? c->shard : 0};
+    return h;
+}
+
+static size_t compress_state_len(const compress_state_hdr_t *h)
+{
+    return sizeof(*h) + (h->count + h->nvel + h->nserver) * sizeof(float);
+}
+
+COLL_API coll_result_t coll_compress_state_size(const coll_compress_t *c, size_t *bytes_p)
+{
+    const char *fn = "coll_compress_state_size";
+    if (c == NULL || bytes_p == NULL) {
+        return compress_error(COLL_ERR_INVALID_ARG, fn, "%s is NULL", c == NULL ? "c" : "bytes_p");
+    }
+    compress_state_hdr_t h = compress_state_hdr(c);
+    *bytes_p               = compress_state_len(&h);
+    return COLL_OK;
+}
+
+COLL_API coll_result_t coll_compress_get_state(const coll_compress_t *c, void *buf, size_t len)
+{
+    const char *fn = "coll_compress_get_state";
+    if (c == NULL || buf == NULL) {
+        return compress_error(COLL_ERR_INVALID_ARG, fn, "%s is NULL", c == NULL ? "c" : "buf");
+    }
+    compress_state_hdr_t h = compress_state_hdr(c);
+    if (len != compress_state_len(&h)) {
+        return compress_error(COLL_ERR_INVALID_ARG, fn, "len %zu: expected %zu bytes", len,
+                              compress_state_len(&h));
+    }
+    if (c->phase != COMPRESS_IDLE) {
+        return compress_error(COLL_ERR_INVALID_USAGE, fn, "a step is in progress");
+    }
+    char *p = buf;
+    memcpy(p, &h, sizeof(h));
+    p += sizeof(h);
+    memcpy(p, c->residual, h.count * sizeof(float));
+    p += h.count * sizeof(float);
+    if (h.nvel > 0) {
+        memcpy(p, c->velocity, h.nvel * sizeof(float));
+        p += h.nvel * sizeof(float);
+    }
+    if (h.nserver > 0) {
+        memcpy(p, c->server_res, h.nserver * sizeof(float));
+    }
+    return COLL_OK;
+}
+
+COLL_API coll_result_t coll_compress_set_state(coll_compress_t *c, const void *buf, size_t len)
+{
+    const char          *fn = "coll_compress_set_state";
+    compress_state_hdr_t h, mine;
+    if (c == NULL || buf == NULL) {
+        return compress_error(COLL_ERR_INVALID_ARG, fn, "%s is NULL", c == NULL ? "c" : "buf");
+    }
+    if (c->phase != COMPRESS_IDLE) {
+        return compress_error(COLL_ERR_INVALID_USAGE, fn, "a step is in progress");
+    }
+    mine = compress_state_hdr(c);
+    if (len < sizeof(h)) {
+        return compress_error(COLL_ERR_INVALID_ARG, fn, "len %zu: shorter than a header", len);
+    }
+    memcpy(&h, buf, sizeof(h));
+    if (h.magic != COMPRESS_STATE_MAGIC || h.kind != mine.kind || h.count != mine.count ||
+        h.nvel != mine.nvel || h.nserver != mine.nserver || len != compress_state_len(&h)) {
+        return compress_error(COLL_ERR_INVALID_ARG, fn,
+                              "the state is not of this compressor (kind %u, %llu elements, %zu "
+                              "bytes; expected kind %u, %llu elements, %zu bytes)",
+                              h.kind, (unsigned long long)h.count, len, mine.kind,
+                              (unsigned long long)mine.count, compress_state_len(&mine));
+    }
+    const char *p = (const char *)buf + sizeof(h);
+    memcpy(c->residual, p, h.count * sizeof(float));
+    p += h.count * sizeof(float);
+    if (h.nvel > 0) {
+        memcpy(c->velocity, p, h.nvel * sizeof(float));
+        p += h.nvel * sizeof(float);
+    }
+    if (h.nserver > 0) {
+        memcpy(c->server_res, p, h.nserver * sizeof(float));
+    }
+    c->stats.steps = h.steps;
+    return COLL_OK;
+}

@@ -605,3 +605,93 @@ COLL_API coll_result_t coll_ddp_arrival_stats(coll_ddp_t *ddp, char *buf, size_t
     }
     return coll_train_worker_arrival(&ddp->worker, fn, buf, len);
 }
+
+/* ---- the compressed buckets' state, for checkpoints: per such bucket its index, its size and
+ * coll_compress_get_state's bytes ---- */
+
+typedef struct {
+    uint32_t bucket, pad;
+    uint64_t bytes;
+} ddp_cstate_hdr_t;
+
+static coll_result_t ddp_cstate_check(const coll_ddp_t *ddp, const char *fn)
+{
+    COLL_CHECK(ddp_check(ddp, fn));
+    if (ddp->in_step) {
+        return coll_train_error(COLL_ERR_INVALID_USAGE, fn,
+                                "a step is in progress: call coll_ddp_wait first");
+    }
+    return COLL_OK;
+}
+
+COLL_API coll_result_t coll_ddp_compress_state_size(const coll_ddp_t *ddp, size_t *bytes_p)
+{
+    const char *fn    = "coll_ddp_compress_state_size";
+    size_t      total = 0, n;
+    COLL_CHECK(ddp_cstate_check(ddp, fn));
+    if (bytes_p == NULL) {
+        return coll_train_error(COLL_ERR_INVALID_ARG, fn, "bytes_p is NULL");
+    }
+    for (int k = 0; k < ddp->nbuckets; k++) {
+        if (ddp->buckets[k].compress != NULL) {
+            COLL_CHECK(coll_compress_state_size(ddp->buckets[k].compress, &n));
+            total += sizeof(ddp_cstate_hdr_t) + n;
+        }
+    }
+    *bytes_p = total;
+    return COLL_OK;
+}
+
+COLL_API coll_result_t coll_ddp_get_compress_state(const coll_ddp_t *ddp, void *buf, size_t len)
+{
+    const char *fn = "coll_ddp_get_compress_state";
+    size_t      need, off = 0;
+    COLL_CHECK(coll_ddp_compress_state_size(ddp, &need));
+    if (buf == NULL || len != need) {
+        return coll_train_error(COLL_ERR_INVALID_ARG, fn, "buf %s, len %zu: expected %zu bytes",
+                                buf == NULL ? "NULL" : "set", len, need);
+    }
+    for (int k = 0; k < ddp->nbuckets; k++) {
+        coll_compress_t *c = ddp->buckets[k].compress;
+        ddp_cstate_hdr_t h = {(uint32_t)k, 0, 0};
+        if (c == NULL) {
+            continue;
+        }
+        size_t n;
+        COLL_CHECK(coll_compress_state_size(c, &n));
+        h.bytes = n;
+        memcpy((char *)buf + off, &h, sizeof(h));
+        COLL_CHECK(coll_compress_get_state(c, (char *)buf + off + sizeof(h), n));
+        off += sizeof(h) + n;
+    }
+    return COLL_OK;
+}
+
+COLL_API coll_result_t coll_ddp_set_compress_state(coll_ddp_t *ddp, const void *buf, size_t len)
+{
+    const char *fn = "coll_ddp_set_compress_state";
+    size_t      need, off = 0;
+    COLL_CHECK(coll_ddp_compress_state_size(ddp, &need));
+    if (buf == NULL || len != need) {
+        return coll_train_error(COLL_ERR_INVALID_ARG, fn,
+                                "buf %s, len %zu: expected %zu bytes (the state of another "
+                                "bucket layout or compressor?)",
+                                buf == NULL ? "NULL" : "set", len, need);
+    }
+    for (int k = 0; k < ddp->nbuckets; k++) {
+        coll_compress_t *c = ddp->buckets[k].compress;
+        ddp_cstate_hdr_t h;
+        if (c == NULL) {
+            continue;
+        }
+        memcpy(&h, (const char *)buf + off, sizeof(h));
+        if (h.bucket != (uint32_t)k || h.bytes > len - off - sizeof(h)) {
+            return coll_train_error(COLL_ERR_INVALID_ARG, fn,
+                                    "entry at byte %zu is for bucket %u, expected bucket %d", off,
+                                    h.bucket, k);
+        }
+        COLL_CHECK(coll_compress_set_state(c, (const char *)buf + off + sizeof(h), h.bytes));
+        off += sizeof(h) + h.bytes;
+    }
+    return COLL_OK;
+}

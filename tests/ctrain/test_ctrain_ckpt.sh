@@ -6,7 +6,7 @@
 # rerun resumes from step 10 and the loss curve (train and validation losses, lr, grad norm)
 # must equal the uninterrupted run's bit for bit. Then the newest checkpoint is corrupted
 # (one byte flipped): the rerun must detect it, use the previous one and again reproduce the
-# curve. The same again with ZeRO-2 (the library's checksummed shards), whose last checkpoint
+# curve. The same with top-k compression (whose residuals are checkpointed per rank) and with ZeRO-2 (the library's checksummed shards), whose last checkpoint
 # then resumes on 3 ranks. Exit 0 pass, 1 fail, 99 harness error.
 srcdir=${srcdir:-.}
 CTRAIN=${top_builddir:-.}/ctrain
@@ -50,6 +50,9 @@ kill_resume() {
     same_curve "$name: corrupt newest checkpoint, fall back"
 }
 kill_resume DDP "$A" "$T/ckpt" step- shard-2-of-4.bin "step-00000020: shard 2 is corrupt"
+# top-k 1% with DGC's momentum correction and warm-ups: each rank's compressor state (residual,
+# velocity, step count) goes into extra-R-of-N.bin, so the resumed curve is exact too
+kill_resume "top-k 1%" "$A --compress topk:0.01 --compress-warmup 2 --sparsity-warmup 5 --topk-momentum 0.9" "$T/cckpt" step- shard-2-of-4.bin "step-00000020: shard 2 is corrupt"
 # ZeRO-2: the library's sharded checkpoints (checksummed shards, a manifest), saved
 # synchronously into zero-step-N; then the last one resumes on 3 ranks, re-sharded
 AZ="$A --zero 2"

@@ -211,6 +211,12 @@ static int ddp_errors_rank(int rank, int n, coll_comm_t *comm, void *arg)
     ASSERT_EQ(coll_ddp_arrival_stats(ddp, NULL, 10), COLL_ERR_INVALID_ARG);
     ASSERT_EQ(coll_ddp_arrival_stats(NULL, text, sizeof(text)), COLL_ERR_INVALID_ARG);
     ASSERT_OK(coll_ddp_arrival_stats(ddp, text, sizeof(text))); /* collective, between steps */
+    size_t xlen = 99;
+    ASSERT_OK(coll_ddp_compress_state_size(ddp, &xlen));
+    ASSERT_EQ(xlen, 0); /* no compressed bucket: no state */
+    ASSERT_OK(coll_ddp_set_compress_state(ddp, text, 0));
+    ASSERT_EQ(coll_ddp_set_compress_state(ddp, text, 8), COLL_ERR_INVALID_ARG);
+    ASSERT_STR_CONTAINS(coll_last_error(), "expected 0 bytes");
     ASSERT_STR_CONTAINS(text, "collectives seen by all");
     ASSERT_OK(coll_ddp_destroy(ddp));
     return 0;
