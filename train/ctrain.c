@@ -317,9 +317,9 @@ static FILE *csv_open(const char *path, int start_step)
 static int ctrain_threads(void)
 {
 #ifdef _OPENMP
-    static const char *const vars[] = {"COLL_LOCAL_NRANKS", "LOCAL_WORLD_SIZE",
+    static const char *const vars[] = {"COLL_LOCAL_NRANKS",          "LOCAL_WORLD_SIZE",
                                        "OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS",
-                                       "SLURM_NTASKS_PER_NODE"};
+                                       "SLURM_NTASKS_PER_NODE",      "SLURM_TASKS_PER_NODE"};
     const char              *env    = getenv("OMP_NUM_THREADS");
     long                     ncpu = sysconf(_SC_NPROCESSORS_ONLN), local = 1;
     if (env != NULL && atoi(env) > 0) {
