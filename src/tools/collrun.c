@@ -2,8 +2,9 @@
 /*
  * collrun.c -- `collrun -n N prog args...`: parses the options and runs the job, which starts N
  * local ranks with the COLL_* variables coll_init() reads, supervises them and ends them all
- * when one fails. It does not link libcoll and does not launch on other hosts (--hosts is
- * rejected): under srun, mpirun or torchrun libcoll reads their variables and needs no collrun.
+ * when one fails (unless --keep-going). It does not link libcoll and does not launch on other hosts
+ * (--hosts is rejected): under srun, mpirun or torchrun libcoll reads their variables and needs no
+ * collrun.
  */
 #include "collrun.h"
 
@@ -63,6 +64,8 @@ static void collrun_usage(FILE *f)
                "  --grace SECONDS      after the first rank fails, how long the others get to\n"
                "                       exit by themselves before SIGTERM, then SIGKILL 2 s\n"
                "                       later (default: 5)\n"
+               "  --keep-going         when a rank fails, report it and let the others run on;\n"
+               "                       exit 0 if a rank exits 0 and none fails after that\n"
                "  -l, --prefix         prefix each output line with \"[rank] \"\n"
                "  -x NAME[=VALUE]      set NAME for all ranks (NAME alone: export it), repeatable\n"
                "  --torch-env          also set RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE,\n"
@@ -72,9 +75,10 @@ static void collrun_usage(FILE *f)
                "      --version        print the version\n"
                "\n"
                "Each rank gets COLL_RANK, COLL_NRANKS, COLL_LOCAL_RANK, COLL_LOCAL_NRANKS,\n"
-               "COLL_ROOT_ADDR and COLL_JOB_SECRET. Exit status: 0 when every rank exits 0, else\n"
-               "the first failed rank's status (128+N if killed by signal N), 124 on timeout,\n"
-               "127 if prog cannot be executed, 2 for a usage error. See collrun(1).\n");
+               "COLL_ROOT_ADDR and COLL_JOB_SECRET. Exit status: 0 when every rank exits 0 (with\n"
+               "--keep-going: as above), else the first failed rank's status (128+N if killed by\n"
+               "signal N), 124 on timeout, 127 if prog cannot be executed, 2 for a usage error.\n"
+               "See collrun(1).\n");
 }
 
 static int collrun_usage_error(const char *fmt, const char *arg)
@@ -184,6 +188,8 @@ static int collrun_parse_one(int argc, char **argv, int *i, collrun_opts_t *o)
         o->verbose = 1;
     } else if (strcmp(a, "--torch-env") == 0) {
         o->torch_env = 1;
+    } else if (strcmp(a, "--keep-going") == 0) {
+        o->keep_going = 1;
     } else if (strcmp(a, "-n") == 0 || strcmp(a, "-np") == 0 || collrun_is_opt(a, "--np")) {
         v = collrun_optarg(argc, argv, i, a[1] == '-' ? "--np" : a);
         return v == NULL ? -1 : collrun_parse_count(v, &o->nranks);

@@ -28,15 +28,16 @@
 #define COLLRUN_EXIT_EXEC    127 /* the program could not be executed */
 
 typedef struct collrun_opts {
-    int          nranks;    /* -n: number of ranks */
-    double       timeout_s; /* --timeout: 0 means none */
-    double       grace_s;   /* --grace: time survivors get after the first failure */
-    int          prefix;    /* --prefix: relay output lines as "[rank] line" */
-    int          torch_env; /* --torch-env: also set RANK, WORLD_SIZE, ... */
-    int          verbose;   /* -v: print what is launched */
-    int          nxvars;    /* number of -x arguments */
-    const char **xvars;     /* -x arguments as given: NAME or NAME=VALUE */
-    char *const *argv;      /* program and its arguments, NULL-terminated */
+    int          nranks;     /* -n: number of ranks */
+    double       timeout_s;  /* --timeout: 0 means none */
+    double       grace_s;    /* --grace: time survivors get after the first failure */
+    int          keep_going; /* --keep-going: a failed rank does not end the others */
+    int          prefix;     /* --prefix: relay output lines as "[rank] line" */
+    int          torch_env;  /* --torch-env: also set RANK, WORLD_SIZE, ... */
+    int          verbose;    /* -v: print what is launched */
+    int          nxvars;     /* number of -x arguments */
+    const char **xvars;      /* -x arguments as given: NAME or NAME=VALUE */
+    char *const *argv;       /* program and its arguments, NULL-terminated */
 } collrun_opts_t;
 
 /* One output pipe of a rank under --prefix: bytes wait here until a line is complete. */
@@ -78,12 +79,14 @@ typedef enum collrun_stage {
 typedef struct collrun_job {
     const collrun_opts_t *opts;
     collrun_rank_t       *ranks;
-    int                   nspawned; /* ranks started so far */
-    int                   nrunning; /* ranks that have not exited */
-    int                   nfailed;  /* failed on their own */
-    int                   nstopped; /* ended after collrun signalled them */
+    int                   nspawned;   /* ranks started so far */
+    int                   nrunning;   /* ranks that have not exited */
+    int                   nfailed;    /* failed on their own */
+    int                   nsucceeded; /* exited 0 */
+    int                   nlate;      /* --keep-going: failed after a rank had exited 0 */
+    int                   nstopped;   /* ended after collrun signalled them */
     collrun_cause_t       cause;
-    int                   cause_rank; /* FAILURE: the first failed rank */
+    int                   cause_rank; /* FAILURE, or --keep-going: the first failed rank */
     int                   cause_sig;  /* INTERRUPT: the signal received */
     collrun_stage_t       stage;
     double                stage_deadline;  /* GRACE, TERM: when the next stage starts */

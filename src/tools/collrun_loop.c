@@ -156,15 +156,17 @@ void collrun_reap_all(collrun_job_t *job)
     job->nrunning = 0;
 }
 
-static void loop_describe(const collrun_job_t *job, int r)
+/* One line on how rank r ended, followed by `tail` ("" for none). */
+static void loop_describe(const collrun_job_t *job, int r, const char *tail)
 {
     const collrun_rank_t *rank = &job->ranks[r];
 
     if (rank->killed) {
-        collrun_msg("rank %d (pid %d) was killed by signal %d (%s)%s", r, (int)rank->pid,
-                    rank->code, strsignal(rank->code), rank->core ? ", core dumped" : "");
+        collrun_msg("rank %d (pid %d) was killed by signal %d (%s)%s%s", r, (int)rank->pid,
+                    rank->code, strsignal(rank->code), rank->core ? ", core dumped" : "", tail);
     } else {
-        collrun_msg("rank %d (pid %d) exited with status %d", r, (int)rank->pid, rank->code);
+        collrun_msg("rank %d (pid %d) exited with status %d%s", r, (int)rank->pid, rank->code,
+                    tail);
     }
 }
 
@@ -198,28 +200,54 @@ static void loop_teardown_begin(collrun_job_t *job)
     }
 }
 
+/*
+ * --keep-going: rank r failed while the job runs. It is reported at once and the others go on;
+ * a failure after a rank has exited 0 is still reported, and makes the job fail at the end.
+ */
+static void loop_rank_survived(collrun_job_t *job, int r)
+{
+    char tail[128];
+
+    if (job->nfailed == 1) {
+        job->cause_rank = r;
+    }
+    if (job->nsucceeded > 0) {
+        job->nlate++;
+    }
+    if (job->nrunning == 0) {
+        snprintf(tail, sizeof(tail), "; --keep-going: no other rank is running");
+    } else {
+        snprintf(tail, sizeof(tail), "; --keep-going: the other %d rank%s continue%s",
+                 job->nrunning, job->nrunning == 1 ? "" : "s", job->nrunning == 1 ? "s" : "");
+    }
+    loop_describe(job, r, tail);
+}
+
 static void loop_rank_ended(collrun_job_t *job, int r)
 {
     collrun_rank_t *rank = &job->ranks[r];
 
     if (!rank->killed && rank->code == 0) {
+        job->nsucceeded++;
         return;
     }
     if (rank->signalled) {
         job->nstopped++; /* it ended because collrun asked it to */
         if (job->opts->verbose) {
-            loop_describe(job, r);
+            loop_describe(job, r, "");
         }
         return;
     }
     job->nfailed++;
-    if (job->cause == COLLRUN_CAUSE_NONE) {
-        loop_describe(job, r);
+    if (job->cause == COLLRUN_CAUSE_NONE && job->opts->keep_going) {
+        loop_rank_survived(job, r);
+    } else if (job->cause == COLLRUN_CAUSE_NONE) {
+        loop_describe(job, r, "");
         job->cause      = COLLRUN_CAUSE_FAILURE;
         job->cause_rank = r;
         loop_teardown_begin(job);
     } else if (job->opts->verbose) {
-        loop_describe(job, r);
+        loop_describe(job, r, "");
     }
 }
 
@@ -361,6 +389,30 @@ static int loop_reraise(int sig)
 }
 
 /*
+ * --keep-going, no timeout or interruption, and some ranks failed: the job succeeds when a rank
+ * exited 0 and none failed after that (the failures were survived), else it fails as it would
+ * have without --keep-going (the first failure becomes the cause).
+ */
+static void loop_survived(collrun_job_t *job)
+{
+    const collrun_rank_t *first = &job->ranks[job->cause_rank];
+
+    if (job->nsucceeded == 0 || job->nlate > 0) {
+        job->cause = COLLRUN_CAUSE_FAILURE;
+    } else if (job->nfailed == 1) {
+        collrun_msg("%d of %d ranks finished; rank %d failed (%s %d) and the job went on "
+                    "without it",
+                    job->nsucceeded, job->opts->nranks, job->cause_rank,
+                    first->killed ? "signal" : "status", first->code);
+    } else {
+        collrun_msg("%d of %d ranks finished; %d ranks failed (first: rank %d, %s %d) and the "
+                    "job went on without them",
+                    job->nsucceeded, job->opts->nranks, job->nfailed, job->cause_rank,
+                    first->killed ? "signal" : "status", first->code);
+    }
+}
+
+/*
  * Every rank has exited. If the job is being torn down, what the ranks left running in their
  * process groups is killed too; then the output is flushed, the zombies reaped and the exit
  * status decided. An interrupted job ends collrun with the same signal, so that a calling shell
@@ -372,6 +424,9 @@ static int loop_finish(collrun_job_t *job)
     char                  tail[64] = "";
     int                   r;
 
+    if (job->cause == COLLRUN_CAUSE_NONE && job->nfailed > 0) {
+        loop_survived(job); /* --keep-going */
+    }
     if (job->cause != COLLRUN_CAUSE_NONE) {
         collrun_kill_all(job, SIGKILL);
     }

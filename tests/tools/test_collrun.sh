@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: MIT
 #
 # test_collrun.sh -- checks collrun end to end with sh -c programs: the environment of the
-# ranks, exit statuses, failure and timeout handling, --prefix, signal forwarding and that no
-# process is left behind. It needs no libcoll and no network. Timing is only bounded loosely.
+# ranks, exit statuses, failure and timeout handling, --keep-going, --prefix, signal
+# forwarding and that no process is left behind. It needs no libcoll and no network. Timing is
+# only bounded loosely.
 #
 # The collrun tested is $COLLRUN, else ./collrun (make check runs from the build directory),
 # else ../collrun. Exit status: 0 pass, 1 fail, 99 harness error.
@@ -262,6 +263,61 @@ for sig in USR1 TERM; do
     rm -f "$T"/*.pid
     pass "SIG$sig forwarded to every rank"
 done
+
+# ---- 10. --keep-going: a rank killed early does not end the others, and the job succeeds ----
+# Rank 3 SIGKILLs itself at once; the others sleep, then leave a marker and exit 0.
+run --keep-going --grace 0 -n 4 sh -c \
+    'd=$0; [ "$COLL_RANK" = 3 ] && kill -9 $$; sleep 1; touch "$d/kg.$COLL_RANK"' "$T"
+ok=1
+for r in 0 1 2; do
+    [ -f "$T/kg.$r" ] || ok=0
+done
+line='^collrun: rank 3 \(pid [0-9]+\) was killed by signal 9 \(Killed\); --keep-going: '
+summary='^collrun: 3 of 4 ranks finished; rank 3 failed (signal 9) and the job went on without it$'
+if [ $ok -eq 1 ] && [ "$rc" -eq 0 ] &&
+    grep -Eq "${line}the other 3 ranks continue\$" "$T/err" && grep -q "$summary" "$T/err"; then
+    pass "--keep-going: a rank killed early, the others finish, status 0"
+else
+    fail "--keep-going, rank killed early: status $rc, markers: $(ls "$T"), stderr: $(cat "$T/err")"
+fi
+
+# ---- 11. --keep-going: a failure after a rank exited 0 fails the job with its status ----
+# Rank 1 exits 3 only once rank 0 has exited 0 (it waits for rank 0 to be gone or a zombie).
+prog='
+d=$0
+if [ "$COLL_RANK" = 0 ]; then
+    echo $$ > "$d/r0.tmp" && mv "$d/r0.tmp" "$d/r0.pid"
+    exit 0
+fi
+n=0
+while [ ! -f "$d/r0.pid" ]; do
+    n=$((n + 1)); [ $n -gt 400 ] && break; sleep 0.05
+done
+p=$(cat "$d/r0.pid")
+while [ -r "/proc/$p/stat" ] && [ "$(sed "s/.*) //" "/proc/$p/stat" | cut -c1)" != Z ]; do
+    n=$((n + 1)); [ $n -gt 400 ] && break; sleep 0.05
+done
+sleep 0.2
+exit 3'
+run --keep-going -n 2 sh -c "$prog" "$T"
+line='^collrun: rank 1 \(pid [0-9]+\) exited with status 3; --keep-going: no other rank is running$'
+if [ "$rc" -eq 3 ] && grep -Eq "$line" "$T/err" &&
+    grep -q 'job failed: 1 of 2 ranks failed (first: rank 1, status 3)' "$T/err"; then
+    pass "--keep-going: a rank failing after another exited 0 gives status 3"
+else
+    fail "--keep-going, late failure: status $rc (expected 3), stderr: $(cat "$T/err")"
+fi
+rm -f "$T"/*.pid
+
+# ---- 12. --keep-going: every rank fails, so the job fails with the first one's status ----
+run --keep-going -n 3 sh -c 'exit 1'
+line='^collrun: rank [0-2] (pid [0-9]*) exited with status 1; --keep-going: '
+if [ "$rc" -eq 1 ] && [ "$(grep -c "$line" "$T/err")" -eq 3 ] &&
+    grep -q 'job failed: 3 of 3 ranks failed (first: rank [0-2], status 1)' "$T/err"; then
+    pass "--keep-going: all ranks exiting 1 give status 1"
+else
+    fail "--keep-going, all ranks exit 1: status $rc (expected 1), stderr: $(cat "$T/err")"
+fi
 
 if [ $nfail -ne 0 ]; then
     echo "test_collrun: $nfail check(s) failed" >&2
