@@ -2,9 +2,9 @@
 /*
  * collrun.c -- `collrun -n N prog args...`: parses the options and runs the job, which starts N
  * local ranks with the COLL_* variables coll_init() reads, supervises them and ends them all
- * when one fails (unless --keep-going). It does not link libcoll and does not launch on other hosts
- * (--hosts is rejected): under srun, mpirun or torchrun libcoll reads their variables and needs no
- * collrun.
+ * when one fails (unless --keep-going). It does not link libcoll and does not launch on other
+ * hosts (--hosts is rejected): under srun, mpirun or torchrun libcoll reads their variables and
+ * needs no collrun.
  */
 #include "collrun.h"
 
