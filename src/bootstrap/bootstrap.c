@@ -6,6 +6,7 @@
  */
 #include "auth.h"
 #include "bootstrap.h"
+#include "standby.h"
 #include "error.h"
 #include "log.h"
 #include "util.h"
@@ -20,16 +21,17 @@
 #include <unistd.h>
 
 struct coll_bootstrap {
-    int           fd;
-    int           rank;
-    int           nranks;
-    uint64_t      job_tag;
-    uint64_t      nonce;
-    uint64_t      seed;
-    uint8_t       secret[16];
-    uint32_t      round;
-    coll_result_t failed;
-    char          fail_msg[256];
+    int            fd;
+    int            rank;
+    int            nranks;
+    uint64_t       job_tag;
+    uint64_t       nonce;
+    uint64_t       seed;
+    uint8_t        secret[16];
+    uint32_t       round;
+    coll_result_t  failed;
+    char           fail_msg[256];
+    coll_standby_t standby; /* for a shrink after the root died */
 };
 
 static coll_result_t boot_fail(coll_bootstrap_t *bs, coll_result_t st, const char *fmt, ...)
@@ -155,6 +157,37 @@ static coll_result_t boot_authenticate(coll_bootstrap_t *bs, const coll_sockaddr
     return COLL_OK;
 }
 
+/* Round 0: every rank's standby address (family 0 where it could not listen). */
+static coll_result_t boot_standby_exchange(coll_bootstrap_t *bs, double deadline)
+{
+    coll_boot_addr_t mine, *all;
+    if (bs->nranks < 2) {
+        return COLL_OK;
+    }
+    memset(&mine, 0, sizeof(mine));
+    if (coll_standby_open(&bs->standby, bs->fd, bs->rank, bs->nranks, bs->secret, bs->nonce,
+                          bs->job_tag, &mine) != COLL_OK) {
+        coll_warn(BOOTSTRAP,
+                  "rank %d: no standby address: if the root dies, this rank cannot "
+                  "run the shrink in its place",
+                  bs->rank);
+        coll_standby_close(&bs->standby);
+        memset(&mine, 0, sizeof(mine));
+    }
+    all = coll_malloc(sizeof(*all) * (size_t)bs->nranks, "standby addresses");
+    if (all == NULL) {
+        return COLL_ERR_NO_MEMORY;
+    }
+    coll_result_t st = coll_bootstrap_allgather(bs, &mine, sizeof(mine), all, deadline);
+    if (st == COLL_OK) {
+        st = coll_standby_set_table(&bs->standby, all);
+    } else {
+        coll_set_last_error(st, "rank %d: %s", bs->rank, bs->fail_msg);
+    }
+    coll_free(all);
+    return st;
+}
+
 coll_result_t coll_bootstrap_connect(const coll_unique_id_t *id, int rank, int nranks,
                                      double deadline, coll_bootstrap_t **bs_p)
 {
@@ -167,7 +200,8 @@ coll_result_t coll_bootstrap_connect(const coll_unique_id_t *id, int rank, int n
     if (bs == NULL) {
         return COLL_ERR_NO_MEMORY;
     }
-    bs->fd = -1;
+    bs->fd                = -1;
+    bs->standby.listen_fd = -1;
     COLL_CHECK_GOTO(coll_boot_uid_parse(id, &addr, secret, &bs->nonce), st, err);
     bs->rank    = rank;
     bs->nranks  = nranks;
@@ -195,6 +229,7 @@ coll_result_t coll_bootstrap_connect(const coll_unique_id_t *id, int rank, int n
             goto err;
         }
     } while (h.type != COLL_BOOT_WELCOME);
+    COLL_CHECK_GOTO(boot_standby_exchange(bs, deadline), st, err);
     coll_debug(BOOTSTRAP, "rank %d joined the bootstrap at %s", rank,
                coll_sock_str(&addr, abuf, sizeof(abuf)));
     *bs_p = bs;
@@ -204,6 +239,7 @@ err:
     if (bs->fd >= 0) {
         close(bs->fd);
     }
+    coll_standby_close(&bs->standby);
     memset(bs->secret, 0, sizeof(bs->secret));
     coll_free(bs);
     return st;
@@ -299,6 +335,7 @@ coll_result_t coll_bootstrap_close(coll_bootstrap_t *bs, double deadline)
         setsockopt(bs->fd, SOL_SOCKET, SO_LINGER, &l, sizeof(l));
     }
     close(bs->fd);
+    coll_standby_close(&bs->standby);
     coll_boot_root_join(bs->nonce);
     coll_free(bs);
     return st == COLL_OK ? COLL_OK : st == COLL_ERR_TIMEOUT ? st : COLL_AGAIN;
@@ -330,76 +367,28 @@ void coll_bootstrap_revoke(coll_bootstrap_t *bs, const char *reason)
     boot_send(bs, COLL_BOOT_REVOKE, 0, reason, (uint32_t)strlen(reason) + 1, coll_time_s() + 1.0);
 }
 
-/* Read and drop len bytes of a message this call does not want. */
-static coll_result_t boot_skip(coll_bootstrap_t *bs, uint32_t len, double deadline)
-{
-    char buf[512];
-    while (len > 0) {
-        uint32_t n = len < sizeof(buf) ? len : (uint32_t)sizeof(buf);
-        COLL_CHECK(coll_sock_recv_all(bs->fd, buf, n, deadline));
-        len -= n;
-    }
-    return COLL_OK;
-}
-
 coll_result_t coll_bootstrap_shrink(coll_bootstrap_t *bs, double deadline, int32_t *survivors,
                                     int *nsurvivors_p, coll_unique_id_t *id_p)
 {
-    coll_boot_hdr_t    h;
-    coll_boot_shrunk_t head;
-    char               why[200];
-    coll_result_t      st;
-    uint32_t           max = (uint32_t)(sizeof(head) + sizeof(int32_t) * (size_t)bs->nranks);
+    coll_boot_hdr_t h;
+    coll_result_t   st;
 
     coll_boot_hdr_fill(&h, COLL_BOOT_SHRINK, bs->job_tag, bs->rank, 0, 0);
     st = coll_sock_send_all(bs->fd, &h, sizeof(h), deadline);
-    while (st == COLL_OK) {
-        st = coll_sock_recv_all(bs->fd, &h, sizeof(h), deadline);
-        if (st != COLL_OK) {
-            break;
-        }
-        if (coll_boot_hdr_check(&h, bs->job_tag, COLL_BOOT_MAX_PAYLOAD, why, sizeof(why)) !=
-            COLL_OK) {
-            return coll_set_last_error(COLL_ERR_TRANSPORT,
-                                       "rank %d: bad message from the bootstrap root: %s", bs->rank,
-                                       why);
-        }
-        if (h.type != COLL_BOOT_SHRUNK) { /* notices of the failure that led here */
-            st = boot_skip(bs, h.len, deadline);
-            continue;
-        }
-        if (h.len < sizeof(head) || h.len > max) {
-            return coll_set_last_error(COLL_ERR_TRANSPORT,
-                                       "rank %d: shrink answer of %u bytes, expected %zu..%u",
-                                       bs->rank, h.len, sizeof(head), max);
-        }
-        COLL_CHECK(coll_sock_recv_all(bs->fd, &head, sizeof(head), deadline));
-        if (head.nsurvivors < 0 || head.nsurvivors > bs->nranks ||
-            h.len != sizeof(head) + sizeof(int32_t) * (size_t)head.nsurvivors) {
-            return coll_set_last_error(COLL_ERR_TRANSPORT,
-                                       "rank %d: shrink answer names %d survivors in %u bytes",
-                                       bs->rank, head.nsurvivors, h.len);
-        }
-        COLL_CHECK(coll_sock_recv_all(bs->fd, survivors, sizeof(int32_t) * (size_t)head.nsurvivors,
-                                      deadline));
-        for (int i = 0; i < head.nsurvivors; i++) {
-            if (survivors[i] < 0 || survivors[i] >= bs->nranks ||
-                (i > 0 && survivors[i] <= survivors[i - 1])) {
-                return coll_set_last_error(COLL_ERR_TRANSPORT,
-                                           "rank %d: shrink answer lists rank %d out of order",
-                                           bs->rank, survivors[i]);
-            }
-        }
-        *nsurvivors_p = head.nsurvivors;
-        *id_p         = head.id;
-        return COLL_OK;
+    if (st == COLL_OK) {
+        st = coll_boot_read_shrunk(bs->fd, bs->job_tag, bs->rank, bs->nranks, deadline, survivors,
+                                   nsurvivors_p, id_p);
     }
     if (st == COLL_ERR_TIMEOUT) {
         return coll_set_last_error(st, "rank %d: the survivors did not agree before the deadline",
                                    bs->rank);
     }
-    return coll_set_last_error(COLL_ERR_REMOTE,
-                               "rank %d: cannot shrink: the bootstrap root is gone (it runs in "
-                               "rank 0's process, which died?)",
-                               bs->rank);
+    if (st != COLL_ERR_REMOTE && st != COLL_ERR_SYSTEM) {
+        return st;
+    }
+    /* the root is gone (it runs in the process that made the unique id, rank 0's as a rule):
+     * the survivors elect one of them to run the shrink */
+    coll_warn(BOOTSTRAP, "rank %d: lost the bootstrap root; electing a survivor to run the shrink",
+              bs->rank);
+    return coll_standby_shrink(&bs->standby, deadline, survivors, nsurvivors_p, id_p);
 }

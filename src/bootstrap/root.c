@@ -513,17 +513,8 @@ void coll_boot_uid_make(const coll_sockaddr_t *addr, const uint8_t secret[16], u
     u.magic   = COLL_UID_MAGIC;
     u.version = COLL_BOOT_VERSION;
     memcpy(u.secret, secret, 16);
-    u.nonce  = nonce;
-    u.family = addr->ss.ss_family;
-    if (addr->ss.ss_family == AF_INET6) {
-        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)&addr->ss;
-        memcpy(u.addr, &in6->sin6_addr, 16);
-        u.port = in6->sin6_port;
-    } else {
-        const struct sockaddr_in *in = (const struct sockaddr_in *)&addr->ss;
-        memcpy(u.addr, &in->sin_addr, 4);
-        u.port = in->sin_port;
-    }
+    u.nonce = nonce;
+    coll_boot_addr_pack(addr, &u.where);
     memcpy(id_p->internal, &u, sizeof(u));
 }
 
@@ -533,24 +524,10 @@ coll_result_t coll_boot_uid_parse(const coll_unique_id_t *id, coll_sockaddr_t *a
     coll_uid_t u;
     memcpy(&u, id->internal, sizeof(u));
     if (u.magic != COLL_UID_MAGIC || u.version != COLL_BOOT_VERSION ||
-        (u.family != AF_INET && u.family != AF_INET6)) {
+        coll_boot_addr_unpack(&u.where, addr_p) != COLL_OK) {
         return coll_set_last_error(COLL_ERR_INVALID_ARG,
                                    "unique id is not valid (not made by coll_get_unique_id, or "
                                    "from another libcoll version)");
-    }
-    memset(addr_p, 0, sizeof(*addr_p));
-    if (u.family == AF_INET6) {
-        struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&addr_p->ss;
-        in6->sin6_family         = AF_INET6;
-        memcpy(&in6->sin6_addr, u.addr, 16);
-        in6->sin6_port = u.port;
-        addr_p->len    = sizeof(*in6);
-    } else {
-        struct sockaddr_in *in = (struct sockaddr_in *)&addr_p->ss;
-        in->sin_family         = AF_INET;
-        memcpy(&in->sin_addr, u.addr, 4);
-        in->sin_port = u.port;
-        addr_p->len  = sizeof(*in);
     }
     memcpy(secret, u.secret, 16);
     *nonce_p = u.nonce;

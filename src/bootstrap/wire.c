@@ -82,3 +82,72 @@ coll_result_t coll_boot_hello_parse(const coll_boot_hdr_t *h, const void *payloa
     }
     return COLL_OK;
 }
+
+void coll_boot_addr_pack(const coll_sockaddr_t *addr, coll_boot_addr_t *w)
+{
+    memset(w, 0, sizeof(*w));
+    w->family = addr->ss.ss_family;
+    if (addr->ss.ss_family == AF_INET6) {
+        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)&addr->ss;
+        memcpy(w->addr, &in6->sin6_addr, 16);
+        w->port = in6->sin6_port;
+    } else {
+        const struct sockaddr_in *in = (const struct sockaddr_in *)&addr->ss;
+        memcpy(w->addr, &in->sin_addr, 4);
+        w->port = in->sin_port;
+    }
+}
+
+coll_result_t coll_boot_addr_unpack(const coll_boot_addr_t *w, coll_sockaddr_t *addr)
+{
+    memset(addr, 0, sizeof(*addr));
+    if (w->family == AF_INET6) {
+        struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&addr->ss;
+        in6->sin6_family         = AF_INET6;
+        memcpy(&in6->sin6_addr, w->addr, 16);
+        in6->sin6_port = w->port;
+        addr->len      = sizeof(*in6);
+        return COLL_OK;
+    }
+    if (w->family == AF_INET) {
+        struct sockaddr_in *in = (struct sockaddr_in *)&addr->ss;
+        in->sin_family         = AF_INET;
+        memcpy(&in->sin_addr, w->addr, 4);
+        in->sin_port = w->port;
+        addr->len    = sizeof(*in);
+        return COLL_OK;
+    }
+    return COLL_ERR_INVALID_ARG;
+}
+
+coll_result_t coll_boot_shrunk_parse(const void *payload, uint32_t len, int nranks,
+                                     int32_t *survivors, int *nsurvivors_p, coll_unique_id_t *id_p,
+                                     char *why, size_t why_len)
+{
+    coll_boot_shrunk_t head;
+    if (len < sizeof(head)) {
+        snprintf(why, why_len, "shrink answer of %u bytes, expected at least %zu", len,
+                 sizeof(head));
+        return COLL_ERR_TRANSPORT;
+    }
+    memcpy(&head, payload, sizeof(head));
+    if (head.nsurvivors < 0 || head.nsurvivors > nranks ||
+        len != sizeof(head) + sizeof(int32_t) * (size_t)head.nsurvivors) {
+        snprintf(why, why_len, "shrink answer names %d survivors in %u bytes (of %d ranks)",
+                 head.nsurvivors, len, nranks);
+        return COLL_ERR_TRANSPORT;
+    }
+    memcpy(survivors, (const char *)payload + sizeof(head),
+           sizeof(int32_t) * (size_t)head.nsurvivors);
+    for (int i = 0; i < head.nsurvivors; i++) {
+        if (survivors[i] < 0 || survivors[i] >= nranks ||
+            (i > 0 && survivors[i] <= survivors[i - 1])) {
+            snprintf(why, why_len, "shrink answer lists rank %d out of order or range",
+                     survivors[i]);
+            return COLL_ERR_TRANSPORT;
+        }
+    }
+    *nsurvivors_p = head.nsurvivors;
+    *id_p         = head.id;
+    return COLL_OK;
+}

@@ -10,10 +10,11 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "coll.h"
+#include "sock.h"
 
 #define COLL_BOOT_MAGIC       0x424c4f43u /* "COLB" */
-#define COLL_BOOT_VERSION     2           /* 2: connections are authenticated */
-#define COLL_BOOT_MAX_PAYLOAD (1u << 20)  /* per message from a rank */
+#define COLL_BOOT_VERSION     3 /* 2: connections are authenticated; 3: standby addresses */
+#define COLL_BOOT_MAX_PAYLOAD (1u << 20) /* per message from a rank */
 #define COLL_BOOT_MAX_RANKS   (1 << 20)
 #define COLL_UID_MAGIC        0x44495543u /* "CUID" */
 
@@ -56,15 +57,21 @@ typedef struct {
     coll_unique_id_t id;
 } coll_boot_shrunk_t;
 
-/* Layout of coll_unique_id_t.internal (fits in COLL_UNIQUE_ID_BYTES). */
+/* A TCP address on the wire: in unique ids, and each rank's standby address (the bootstrap's
+ * first round), where the survivors elect a new root when the root's process died. */
 typedef struct {
-    uint32_t magic;
-    uint32_t version;
-    uint8_t  secret[16];
-    uint64_t nonce; /* random per id: communicators from different ids never match */
     uint16_t family;
     uint16_t port;     /* network order */
     uint8_t  addr[16]; /* IPv4 (4 bytes) or IPv6 */
+} coll_boot_addr_t;
+
+/* Layout of coll_unique_id_t.internal (fits in COLL_UNIQUE_ID_BYTES). */
+typedef struct {
+    uint32_t         magic;
+    uint32_t         version;
+    uint8_t          secret[16];
+    uint64_t         nonce; /* random per id: communicators from different ids never match */
+    coll_boot_addr_t where; /* the root */
 } coll_uid_t;
 
 _Static_assert(sizeof(coll_uid_t) <= COLL_UNIQUE_ID_BYTES, "unique id layout too large");
@@ -82,5 +89,14 @@ const char   *coll_boot_type_name(uint32_t type);
 /* The payload of a HELLO whose header passed coll_boot_hdr_check: for this id, a sane rank. */
 coll_result_t coll_boot_hello_parse(const coll_boot_hdr_t *h, const void *payload, uint64_t nonce,
                                     coll_boot_hello_t *hello, char *why, size_t why_len);
+
+void coll_boot_addr_pack(const coll_sockaddr_t *addr, coll_boot_addr_t *w);
+/* COLL_ERR_INVALID_ARG for a family other than IPv4 or IPv6. */
+coll_result_t coll_boot_addr_unpack(const coll_boot_addr_t *w, coll_sockaddr_t *addr);
+/* The payload of a SHRUNK (len bytes, already read): at most nranks survivors, in range, in
+ * increasing order. survivors has room for nranks. */
+coll_result_t coll_boot_shrunk_parse(const void *payload, uint32_t len, int nranks,
+                                     int32_t *survivors, int *nsurvivors_p, coll_unique_id_t *id_p,
+                                     char *why, size_t why_len);
 
 #endif

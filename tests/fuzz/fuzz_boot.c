@@ -2,7 +2,8 @@
 /*
  * Bootstrap wire: the input is a stream as a rank or a stray would send it to the root after
  * authentication (a header, then its payload, again and again; the first must be a HELLO of
- * this unique id), followed by what the root's reply parser and coll_boot_uid_parse see.
+ * this unique id), followed by what the root's reply parser and coll_boot_uid_parse see, a
+ * standby address from the first round, and a shrink answer as a rank reads it.
  */
 #include "fuzz.h"
 #include "bootstrap/bootstrap.h"
@@ -65,6 +66,32 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (coll_boot_uid_parse(&id, &addr, secret, &nonce) == COLL_OK) {
             FUZZ_REQUIRE(addr.ss.ss_family == AF_INET || addr.ss.ss_family == AF_INET6);
             FUZZ_REQUIRE(addr.len <= sizeof(addr.ss));
+        }
+    }
+    /* a standby address as another rank sends it in the bootstrap's first round */
+    if (size >= sizeof(coll_boot_addr_t)) {
+        coll_boot_addr_t w;
+        coll_sockaddr_t  addr;
+        memcpy(&w, data + size - sizeof(w), sizeof(w));
+        if (coll_boot_addr_unpack(&w, &addr) == COLL_OK) {
+            FUZZ_REQUIRE(addr.ss.ss_family == AF_INET || addr.ss.ss_family == AF_INET6);
+            FUZZ_REQUIRE(addr.len <= sizeof(addr.ss));
+        }
+    }
+
+    /* the payload of a SHRUNK, from the root or from the survivor that ran the shrink */
+    {
+        int32_t          survivors[8];
+        int              n = -1;
+        coll_unique_id_t id;
+        if (size <= UINT32_MAX && coll_boot_shrunk_parse(data, (uint32_t)size, 8, survivors, &n,
+                                                         &id, why, sizeof(why)) == COLL_OK) {
+            FUZZ_REQUIRE(n >= 0 && n <= 8);
+            FUZZ_REQUIRE(size == sizeof(coll_boot_shrunk_t) + sizeof(int32_t) * (size_t)n);
+            for (int i = 0; i < n; i++) {
+                FUZZ_REQUIRE(survivors[i] >= 0 && survivors[i] < 8);
+                FUZZ_REQUIRE(i == 0 || survivors[i] > survivors[i - 1]);
+            }
         }
     }
     return 0;

@@ -62,6 +62,15 @@ static void boot_seeds(void)
     coll_sock_parse("127.0.0.1:29500", &addr);
     coll_boot_uid_make(&addr, secret, 77, &id);
     put("boot", 2, &id, sizeof(id), NULL, 0);
+
+    struct {
+        coll_boot_shrunk_t head;
+        int32_t            list[3];
+    } shrunk = {.head = {.nsurvivors = 3, .id = id}, .list = {0, 2, 5}};
+    put("boot", 3, &shrunk, sizeof(shrunk), NULL, 0);
+    coll_boot_addr_t where;
+    coll_boot_addr_pack(&addr, &where);
+    put("boot", 4, &h, sizeof(h), &where, sizeof(where));
 }
 
 static void tcp_seeds(void)

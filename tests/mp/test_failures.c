@@ -126,8 +126,8 @@ static void garbage_client(const coll_unique_id_t *id)
 {
     coll_uid_t u;
     memcpy(&u, id->internal, sizeof(u));
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = u.port};
-    memcpy(&a.sin_addr, u.addr, 4);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = u.where.port};
+    memcpy(&a.sin_addr, u.where.addr, 4);
     for (int k = 0; k < 4; k++) {
         int fd = socket(AF_INET, SOCK_STREAM, 0);
         if (connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0) {

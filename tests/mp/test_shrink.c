@@ -5,8 +5,8 @@
  * order, and all-reduces on it are right; coll_comm_revoke from one rank makes every other
  * rank's blocked call fail with COLL_ERR_REVOKED naming it, and all of them shrink to a
  * communicator of the same size; a rank that never asks is left out after COLL_TIMEOUT and
- * told so when it asks late; with rank 0 (the bootstrap root's process) dead, shrink fails
- * with a message saying why instead of hanging.
+ * told so when it asks late; with rank 0 (the bootstrap root's process) dead, the survivors
+ * elect the lowest live rank to run the shrink in the root's place and go on as well.
  */
 #include "coll_test.h"
 
@@ -111,11 +111,11 @@ static int late_rank(int rank, int n, coll_comm_t *comm, void *arg)
     return 0;
 }
 
-/* 3 ranks; rank 0 dies, and with it the bootstrap root */
-static int root_dies(int rank, int n, coll_comm_t *comm, void *arg)
+/* All-reduces until rank 0 kills itself (taking the bootstrap root along); the survivors'
+ * failing result. */
+static coll_result_t until_rank0_dies(int rank, coll_comm_t *comm)
 {
     int           x = 1, y = 0;
-    coll_comm_t  *nc = NULL;
     coll_result_t st = COLL_OK;
     for (int it = 0; it < 1000 && st == COLL_OK; it++) {
         if (rank == 0 && it == 3) {
@@ -123,12 +123,51 @@ static int root_dies(int rank, int n, coll_comm_t *comm, void *arg)
         }
         st = coll_allreduce(&x, &y, 1, COLL_INT32, COLL_SUM, comm);
     }
+    return st;
+}
+
+/* 3 or 4 ranks; rank 0 dies, and with it the bootstrap root: rank 1 runs the shrink */
+static int root_dies(int rank, int n, coll_comm_t *comm, void *arg)
+{
+    coll_comm_t *nc = NULL;
+    ASSERT_TRUE(until_rank0_dies(rank, comm) != COLL_OK);
     double t0 = now_s();
-    ASSERT_EQ(coll_comm_shrink(comm, &nc), COLL_ERR_REMOTE);
-    printf("rank %d: shrink failed after %.2f s: %s\n", rank, now_s() - t0,
-           coll_comm_last_error(comm));
-    ASSERT_STR_CONTAINS(coll_comm_last_error(comm), "bootstrap root is gone");
-    ASSERT_TRUE(now_s() - t0 < 5.0);
+    ASSERT_OK(coll_comm_shrink(comm, &nc));
+    printf("rank %d: shrunk without the root in %.2f s\n", rank, now_s() - t0);
+    /* every survivor asked: nobody waited for COLL_TIMEOUT (1.5 s) */
+    ASSERT_TRUE(now_s() - t0 < 1.4);
+    int sum = 0;
+    for (int r = 1; r < n; r++) {
+        sum += r + 1;
+    }
+    check_new_comm(nc, rank, n - 1, rank - 1, sum);
+    ASSERT_OK(coll_comm_destroy(nc));
+    return 0;
+}
+
+/* 4 ranks; rank 0 dies, rank 2 stays away past COLL_TIMEOUT: rank 1 waits for it that long
+ * (it is alive: its port answers), then 1 and 3 go on, and 2, asking late, is told by rank 1
+ * that it was left out */
+static int root_dies_late_rank(int rank, int n, coll_comm_t *comm, void *arg)
+{
+    coll_comm_t *nc = NULL;
+    ASSERT_TRUE(until_rank0_dies(rank, comm) != COLL_OK);
+    if (rank == 2) {
+        usleep(2500000);
+        double t0 = now_s();
+        ASSERT_EQ(coll_comm_shrink(comm, &nc), COLL_ERR_REMOTE);
+        printf("rank 2: told in %.2f s: %s\n", now_s() - t0, coll_comm_last_error(comm));
+        ASSERT_STR_CONTAINS(coll_comm_last_error(comm), "left out of the shrink");
+        ASSERT_TRUE(now_s() - t0 < 1.0);
+        ASSERT_TRUE(nc == NULL);
+        return 0;
+    }
+    double t0 = now_s();
+    ASSERT_OK(coll_comm_shrink(comm, &nc));
+    printf("rank %d: shrunk without the root and rank 2 in %.2f s\n", rank, now_s() - t0);
+    check_new_comm(nc, rank, 2, rank == 1 ? 0 : 1, 2 + 4);
+    ASSERT_OK(coll_comm_destroy(nc));
+    sleep(2); /* rank 1, which ran the shrink, stays up to answer rank 2 */
     return 0;
 }
 
@@ -153,8 +192,12 @@ int main(void)
         failed += run("revoke, shrink, go on", tps[t], r, revoke_then_shrink);
         coll_test_opts_t l = {.nranks = 4, .want_comm = 1, .timeout_s = 60};
         failed += run("a rank left out of the shrink", tps[t], l, late_rank);
-        coll_test_opts_t d = {.nranks = 3, .want_comm = 1, .timeout_s = 60, .victim = 1};
-        failed += run("shrink without the root", tps[t], d, root_dies);
+        for (int nr = 3; nr <= 4; nr++) {
+            coll_test_opts_t d = {.nranks = nr, .want_comm = 1, .timeout_s = 60, .victim = 1};
+            failed += run("rank 0 and the root die, shrink, go on", tps[t], d, root_dies);
+        }
+        coll_test_opts_t dl = {.nranks = 4, .want_comm = 1, .timeout_s = 60, .victim = 1};
+        failed += run("without the root, a rank left out", tps[t], dl, root_dies_late_rank);
     }
     return failed != 0;
 }
