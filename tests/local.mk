@@ -138,9 +138,9 @@ EXTRA_DIST += tests/topologies/synthetic_2s8g4n.xml tests/topologies/synthetic_d
 # ---- ctrain: PyTorch parity (77 without python3-torch), N ranks = 1 rank, bad options,
 # kill -9 and resume ----
 dist_check_SCRIPTS += tests/ctrain/test_ctrain_parity.sh tests/ctrain/test_ctrain_ranks.sh \
-    tests/ctrain/test_ctrain_ckpt.sh
+    tests/ctrain/test_ctrain_ckpt.sh tests/ctrain/test_ctrain_elastic.sh
 TESTS += tests/ctrain/test_ctrain_parity.sh tests/ctrain/test_ctrain_ranks.sh \
-    tests/ctrain/test_ctrain_ckpt.sh
+    tests/ctrain/test_ctrain_ckpt.sh tests/ctrain/test_ctrain_elastic.sh
 # ctrain's bf16/fp16 rounding and loss scaler (train/precision.c) against hand-worked values
 check_PROGRAMS += tests/ctrain/test_precision
 tests_ctrain_test_precision_SOURCES = tests/ctrain/test_precision.c train/precision.c train/precision.h

@@ -13,12 +13,13 @@
 #include <coll.h>       /* defines: coll_init, coll_allreduce, coll_comm_rank/size */
 #include <coll_train.h> /* defines: coll_ddp_*, coll_compress_config_t */
 
-#include "ckpt.h"        /* defines: ckpt_save_shard, ckpt_commit, ckpt_load_latest */
-#include "ctrain_opts.h" /* defines: ctrain_opts_t, ctrain_opts_parse, ctrain_usage */
-#include "ctrain_dump.h" /* defines: ctrain_dump_* (reference values for the tests) */
-#include "ctrain_zero.h" /* defines: ctrain_zero_setup, _begin, _ready, _step (--zero 1|2|3) */
-#include "model.h"       /* defines: model_t, model_gpt_create, model_mlp_create */
-#include "precision.h"   /* defines: prec_round, loss_scaler_t (--precision bf16|fp16) */
+#include "ckpt.h"           /* defines: ckpt_save_shard, ckpt_commit, ckpt_load_latest */
+#include "ctrain_opts.h"    /* defines: ctrain_opts_t, ctrain_opts_parse, ctrain_usage */
+#include "ctrain_dump.h"    /* defines: ctrain_dump_* (reference values for the tests) */
+#include "ctrain_elastic.h" /* defines: ctrain_fail, ctrain_elastic_shrink (--elastic) */
+#include "ctrain_zero.h"    /* defines: ctrain_zero_setup, _begin, _ready, _step (--zero 1|2|3) */
+#include "model.h"          /* defines: model_t, model_gpt_create, model_mlp_create */
+#include "precision.h"      /* defines: prec_round, loss_scaler_t (--precision bf16|fp16) */
 
 #include <math.h>
 #ifdef _OPENMP
@@ -41,13 +42,12 @@ static double now_s(void)
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+/* Exits, or under --elastic goes back to the start of the attempt (ctrain_elastic.h). */
 #define CHECK_COLL(_expr, _what)                                                                   \
     do {                                                                                           \
         coll_result_t _st = (_expr);                                                               \
         if (_st != COLL_OK) {                                                                      \
-            fprintf(stderr, "ctrain: %s failed: %s (%s)\n", (_what), coll_strerror(_st),           \
-                    coll_last_error());                                                            \
-            exit(1);                                                                               \
+            ctrain_fail(_st, (_what));                                                             \
         }                                                                                          \
     } while (0)
 
@@ -392,31 +392,73 @@ static void print_stragglers(coll_zero_t *zero, coll_ddp_t *ddp, int rank, int f
     fflush(stdout);
 }
 
-/* ---- main: set up, train, evaluate, report ---- */
+/* ---- one training attempt (the whole run, unless --elastic goes on after a failure) ---- */
 
-int main(int argc, char **argv)
-{
+typedef struct {
     ctrain_opts_t o;
-    if (ctrain_opts_parse(argc, argv, &o) != 0) {
-        return 2;
+    coll_comm_t  *world;
+    int           rank, nranks, threads;
+    int           attempt;     /* 0, then one more after each failure survived */
+    int           failed_step; /* the step an attempt was in when it failed */
+    /* what an attempt builds; train_release frees it, after a failure too */
+    model_t       *gpt;
+    coll_ddp_t    *ddp;
+    coll_zero_t   *zero;
+    adamw_t        opt;
+    float         *lowp;
+    FILE          *csv;
+    ctrain_dump_t *dump;
+    ckpt_writer_t  writer;
+} ctrain_t;
+
+/* Free what the attempt built. After a failure the communicator is broken: the objects are
+ * destroyed without checking (they fail at once rather than wait), and nothing is collective. */
+static void train_release(ctrain_t *c, int failed)
+{
+    if (c->writer.busy == 1) {
+        pthread_join(c->writer.thread, NULL);
     }
-    coll_comm_t *world;
-    int          rank, nranks;
-    int          threads = ctrain_threads();
-    if (o.deterministic) {
-        /* The arithmetic is deterministic on the CPU; what could vary between two runs is which
-         * algorithm (so which summation order) a collective gets, when the tuner measures the
-         * links under whatever load there is. Fixed costs make the choice a function of the
-         * sizes alone (unless the user set the variable). */
-        setenv("COLL_TUNE_MEASURE", "0", 0);
+    free(c->writer.snap.params), free(c->writer.snap.m), free(c->writer.snap.v);
+    free(c->writer.snap.extra);
+    memset(&c->writer, 0, sizeof(c->writer));
+    if (c->dump != NULL) {
+        ctrain_dump_close(c->dump);
     }
-    CHECK_COLL(coll_init(&argc, &argv, &world), "coll_init");
-    coll_comm_rank(world, &rank);
-    coll_comm_size(world, &nranks);
-    if (o.dump_dir != NULL && (nranks != 1 || o.grad_accum != 1)) {
-        fprintf(stderr, "ctrain: --dump needs 1 rank and --grad-accum 1\n");
-        return 2;
+    if (c->csv != NULL) {
+        fclose(c->csv);
     }
+    if (c->ddp != NULL) {
+        coll_result_t st = coll_ddp_destroy(c->ddp);
+        if (!failed) {
+            CHECK_COLL(st, "coll_ddp_destroy");
+        }
+    }
+    if (c->zero != NULL) {
+        coll_result_t st = coll_zero_destroy(c->zero);
+        if (!failed) {
+            CHECK_COLL(st, "coll_zero_destroy");
+        }
+    }
+    if (c->gpt != NULL) {
+        c->gpt->destroy(c->gpt);
+    }
+    free(c->opt.m), free(c->opt.v), free(c->lowp);
+    lowp_model = NULL;
+    c->gpt = NULL, c->ddp = NULL, c->zero = NULL, c->lowp = NULL, c->csv = NULL, c->dump = NULL;
+    memset(&c->opt, 0, sizeof(c->opt));
+}
+
+/* 0 when the run is complete, 2 for an unusable setup, -1 when a collective failed and
+ * --elastic is on (c->failed_step says where). */
+static int train(ctrain_t *c)
+{
+    if (sigsetjmp(ctrain_elastic_jmp, 0) != 0) {
+        return -1; /* ctrain_fail: nothing of this frame is used any more */
+    }
+    ctrain_elastic_armed      = c->o.elastic;
+    const ctrain_opts_t o     = c->o;
+    coll_comm_t        *world = c->world;
+    int                 rank = c->rank, nranks = c->nranks, threads = c->threads;
 
     model_t *gpt;
     char     err[512];
@@ -426,33 +468,47 @@ int main(int argc, char **argv)
         fprintf(stderr, "ctrain: %s\n", err);
         return 2;
     }
-    coll_ddp_t  *ddp  = o.zero == 0 ? ddp_setup(world, &o, gpt) : NULL;
-    coll_zero_t *zero = o.zero > 0 ? ctrain_zero_setup(world, &o, gpt) : NULL;
-    size_t       nopt = zero != NULL ? 0 : gpt->nparams; /* ZeRO holds its own, sharded */
-    adamw_t      opt  = {calloc(nopt + 1, sizeof(float)), calloc(nopt + 1, sizeof(float)), 0};
-    int          B    = o.batch;
-    FILE        *csv  = NULL;
-    if (opt.m == NULL || opt.v == NULL) {
+    c->gpt           = gpt;
+    coll_ddp_t  *ddp = c->ddp = o.zero == 0 ? ddp_setup(world, &o, gpt) : NULL;
+    coll_zero_t *zero = c->zero = o.zero > 0 ? ctrain_zero_setup(world, &o, gpt) : NULL;
+    size_t       nopt           = zero != NULL ? 0 : gpt->nparams; /* ZeRO holds its own, sharded */
+    c->opt        = (adamw_t){calloc(nopt + 1, sizeof(float)), calloc(nopt + 1, sizeof(float)), 0};
+    adamw_t *popt = &c->opt;
+    int      B    = o.batch;
+    FILE    *csv  = NULL;
+    if (popt->m == NULL || popt->v == NULL) {
         fprintf(stderr, "ctrain: out of memory\n");
-        return 1;
+        return 2;
     }
     int           start  = !o.resume      ? 0
                            : zero != NULL ? ctrain_zero_resume(zero, gpt, &o, rank)
-                                          : resume_state(&o, gpt, &opt, ddp, rank, nranks);
+                                          : resume_state(&o, gpt, popt, ddp, rank, nranks);
     float        *lowp   = NULL;
     loss_scaler_t scaler = {o.precision == PREC_FP16 ? o.loss_scale : 1.0f, o.loss_scale_window, 0,
                             0};
+    if (c->attempt > 0 && rank == 0) { /* what --elastic did, in one line */
+        printf("ctrain: elastic: %d ranks continue from %s", nranks,
+               start > 0 ? "the checkpoint of step " : "step 0 (no checkpoint yet)");
+        if (start > 0) {
+            printf("%d", start);
+        }
+        if (zero != NULL && start > 0) {
+            printf(", the ZeRO-%d state re-sharded for %d ranks", o.zero, nranks);
+        }
+        printf("; global batch now %d x %d sequences\n", nranks, B * o.grad_accum);
+        fflush(stdout);
+    }
     if (o.precision != PREC_FP32) {
-        if ((lowp = malloc(gpt->nparams * sizeof(float) + 1)) == NULL) {
+        if ((lowp = c->lowp = malloc(gpt->nparams * sizeof(float) + 1)) == NULL) {
             fprintf(stderr, "ctrain: out of memory\n");
-            return 1;
+            return 2;
         }
         lowp_refresh(gpt, lowp, (prec_t)o.precision);
         lowp_attach(gpt, lowp);
         lowp_model = gpt;
         lowp_prec  = (prec_t)o.precision;
     }
-    if (rank == 0 && o.csv_path != NULL && (csv = csv_open(o.csv_path, start)) == NULL) {
+    if (rank == 0 && o.csv_path != NULL && (csv = c->csv = csv_open(o.csv_path, start)) == NULL) {
         perror(o.csv_path);
         return 2;
     }
@@ -460,18 +516,22 @@ int main(int argc, char **argv)
         printf("ctrain: %s; %d ranks x batch %d x accum %d, %d thread%s per rank\n", gpt->desc,
                nranks, B, o.grad_accum, threads, threads > 1 ? "s" : "");
     }
-    ctrain_dump_t *dump =
+    ctrain_dump_t *dump = c->dump =
         o.dump_dir != NULL && gpt->gpt != NULL ? ctrain_dump_open(o.dump_dir, &o, gpt->gpt) : NULL;
 
     double t_start = now_s(), comm_total = 0.0, t_ckpt[2] = {0, 0}; /* step time: without, with */
-    int    n_ckpt[2]        = {0, 0};
-    ckpt_writer_t writer    = {.rank = rank, .nranks = nranks};
-    uint64_t      wire_prev = 0;
-    float         val_loss = NAN, val_acc = NAN;
+    int    n_ckpt[2]       = {0, 0};
+    ckpt_writer_t *pwriter = &c->writer;
+    pwriter->rank          = rank;
+    pwriter->nranks        = nranks;
+    uint64_t wire_prev     = 0;
+    float    val_loss = NAN, val_acc = NAN;
     for (int step = start; step < o.steps; step++) {
         double t0        = now_s();
-        int    in_flight = writer.busy != 0; /* a checkpoint is being written during this step */
-        if (o.kill_at > 0 && start == 0 && step + 1 == o.kill_at && rank == nranks - 1) {
+        int    in_flight = pwriter->busy != 0; /* a checkpoint is being written during this step */
+        c->failed_step   = step;
+        if (o.kill_at > 0 && c->attempt == 0 && start == 0 && step + 1 == o.kill_at &&
+            rank == (o.kill_rank >= 0 ? o.kill_rank : nranks - 1)) {
             raise(SIGKILL); /* --kill-at: a rank dies hard in the middle of the run */
         }
         if (rank == o.slow_rank && o.slow_ms > 0) {
@@ -527,7 +587,7 @@ int main(int argc, char **argv)
             skipped = !loss_scaler_update(&scaler, gpt->grad_mem, gpt->nparams);
         }
         if (zero == NULL && !skipped) {
-            norm = adamw_step(&opt, &o, gpt->param_mem, gpt->grad_mem, gpt->nparams, lr);
+            norm = adamw_step(popt, &o, gpt->param_mem, gpt->grad_mem, gpt->nparams, lr);
         }
         if (lowp != NULL && !skipped) {
             lowp_refresh(gpt, lowp, (prec_t)o.precision);
@@ -543,12 +603,12 @@ int main(int argc, char **argv)
         double dt = now_s() - t0; /* the step's time, before any checkpoint work */
         t_ckpt[in_flight] += dt;
         n_ckpt[in_flight]++;
-        ckpt_finish(&writer, world); /* commit the one written during this step */
+        ckpt_finish(pwriter, world); /* commit the one written during this step */
         if (o.ckpt_every > 0 && (step + 1) % o.ckpt_every == 0) {
             if (zero != NULL) { /* synchronous: coll_zero_save is collective */
                 ctrain_zero_save(zero, world, &o, step + 1, rank);
             } else {
-                ckpt_start(&writer, &o, gpt, &opt, ddp, step + 1);
+                ckpt_start(pwriter, &o, gpt, popt, ddp, step + 1);
             }
         }
         comm_total += comm_s;
@@ -585,8 +645,8 @@ int main(int argc, char **argv)
             fflush(csv);
         }
     }
-    ckpt_finish(&writer, world);
-    free(writer.snap.params), free(writer.snap.m), free(writer.snap.v), free(writer.snap.extra);
+    ckpt_finish(pwriter, world);
+    ctrain_elastic_armed = 0; /* the run is complete: what follows is no reason to go back */
     if (rank == 0 && n_ckpt[1] > 0) {
         printf("step time: %.1f ms without a checkpoint in flight (%d steps), %.1f ms with one "
                "(%d steps)\n",
@@ -611,19 +671,54 @@ int main(int argc, char **argv)
             }
         }
     }
-    if (dump != NULL) {
-        ctrain_dump_close(dump);
+    return 0;
+}
+
+/* ---- main: set up, train (again on fewer ranks under --elastic), report ---- */
+
+int main(int argc, char **argv)
+{
+    static ctrain_t c; /* static: it outlives every attempt's frame */
+    if (ctrain_opts_parse(argc, argv, &c.o) != 0) {
+        return 2;
     }
-    if (csv != NULL) {
-        fclose(csv);
+    c.threads = ctrain_threads();
+    if (c.o.deterministic) {
+        /* The arithmetic is deterministic on the CPU; what could vary between two runs is which
+         * algorithm (so which summation order) a collective gets, when the tuner measures the
+         * links under whatever load there is. Fixed costs make the choice a function of the
+         * sizes alone (unless the user set the variable). */
+        setenv("COLL_TUNE_MEASURE", "0", 0);
     }
-    if (ddp != NULL) {
-        CHECK_COLL(coll_ddp_destroy(ddp), "coll_ddp_destroy");
-    } else {
-        CHECK_COLL(coll_zero_destroy(zero), "coll_zero_destroy");
+    coll_comm_t *init_world;
+    CHECK_COLL(coll_init(&argc, &argv, &init_world), "coll_init");
+    c.world = init_world;
+    coll_comm_rank(c.world, &c.rank);
+    coll_comm_size(c.world, &c.nranks);
+    if (c.o.dump_dir != NULL && (c.nranks != 1 || c.o.grad_accum != 1)) {
+        fprintf(stderr, "ctrain: --dump needs 1 rank and --grad-accum 1\n");
+        return 2;
     }
-    gpt->destroy(gpt);
-    free(opt.m), free(opt.v);
+    for (;;) {
+        int rc = train(&c);
+        train_release(&c, rc != 0);
+        if (rc >= 0) {
+            if (rc > 0) {
+                return rc;
+            }
+            break;
+        }
+        /* --elastic: a collective failed; the survivors shrink and go on from the newest
+         * checkpoint (re-sharded for their number) */
+        if (ctrain_elastic_shrink(&c.world, init_world, &c.rank, &c.nranks, c.failed_step) != 0) {
+            return 1;
+        }
+        c.attempt++;
+        c.o.resume = 1;
+    }
+    if (c.world != init_world) {
+        CHECK_COLL(coll_comm_destroy(c.world), "coll_comm_destroy");
+    }
     coll_finalize();
     return 0;
 }

@@ -56,8 +56,14 @@ void ctrain_usage(FILE *f)
             "  --ckpt-dir DIR           checkpoints: DIR/step-N/shard-R-of-N.bin + manifest\n"
             "  --ckpt-every N           checkpoint every N steps [0 = never]\n"
             "  --resume                 continue from the newest valid checkpoint, if any\n"
-            "  --kill-at N              fault injection: last rank kills itself (SIGKILL) at\n"
+            "  --elastic                when a rank dies (or hangs past COLL_TIMEOUT), the\n"
+            "                           others shrink the communicator and train on from the\n"
+            "                           newest checkpoint, re-sharded for their number (run\n"
+            "                           under collrun --keep-going, or a launcher that lets\n"
+            "                           the survivors run)\n"
+            "  --kill-at N              fault injection: a rank kills itself (SIGKILL) at\n"
             "                           step N of a run not resumed [0 = off]\n"
+            "  --kill-rank R            the rank --kill-at kills [the last]\n"
             "  --slow-rank R:MS         fault injection: rank R sleeps MS ms before each step's\n"
             "                           compute (a straggler, named in the arrival summary)\n"
             "\n"
@@ -168,6 +174,8 @@ static const struct option ctrain_longopts[] = {{"model", 1, 0, 'm'},
                                                 {"ckpt-every", 1, 0, 'K'},
                                                 {"resume", 0, 0, 'R'},
                                                 {"kill-at", 1, 0, 'X'},
+                                                {"kill-rank", 1, 0, 256},
+                                                {"elastic", 0, 0, 257},
                                                 {"slow-rank", 1, 0, 'Q'},
                                                 {0, 0, 0, 0}};
 
@@ -282,6 +290,11 @@ static int opt_one(int c, const char *a, ctrain_opts_t *o)
         return 0;
     case 'X':
         return opt_int("kill-at", a, 0, &o->kill_at);
+    case 256:
+        return opt_int("kill-rank", a, 0, &o->kill_rank);
+    case 257:
+        o->elastic = 1;
+        return 0;
     case 'Q': {
         char *end;
         long  r = strtol(a, &end, 10), ms = -1;
@@ -331,6 +344,7 @@ int ctrain_opts_parse(int argc, char **argv, ctrain_opts_t *o)
                          .eval_every        = 25,
                          .eval_batches      = 4,
                          .slow_rank         = -1,
+                         .kill_rank         = -1,
                          .loss_scale        = 65536.0f,
                          .loss_scale_window = 2000};
     *o                = def;
@@ -387,6 +401,14 @@ int ctrain_opts_parse(int argc, char **argv, ctrain_opts_t *o)
     if ((o->ckpt_every > 0 || o->resume) && o->ckpt_dir == NULL) {
         fprintf(stderr, "ctrain: --ckpt-every and --resume need --ckpt-dir\n");
         return -1;
+    }
+    if (o->elastic && o->dump_dir != NULL) {
+        fprintf(stderr, "ctrain: --elastic takes no --dump\n");
+        return -1;
+    }
+    if (o->elastic && o->ckpt_every == 0) {
+        fprintf(stderr, "ctrain: warning: --elastic without --ckpt-every: after a failure the "
+                        "survivors start again from step 0\n");
     }
     if (o->warmup > o->steps) {
         o->warmup = o->steps;

@@ -38,7 +38,9 @@ typedef struct {
     const char            *ckpt_dir;   /* checkpoints; NULL: none */
     int                    ckpt_every; /* steps between checkpoints */
     int                    resume;     /* start from the newest valid checkpoint in ckpt_dir */
-    int kill_at;   /* fault injection: the last rank SIGKILLs itself at this step */
+    int                    elastic;    /* go on with the survivors after a rank fails */
+    int                    kill_at;    /* fault injection: a rank SIGKILLs itself at this step */
+    int                    kill_rank;  /* which one; -1: the last */
     int slow_rank; /* fault injection: this rank sleeps slow_ms before each step, -1: none */
     int slow_ms;
 } ctrain_opts_t;

@@ -4,6 +4,7 @@
  * views, readiness from backward, and the sharded optimizer step.
  */
 #include "ctrain_zero.h"
+#include "ctrain_elastic.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -14,11 +15,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* Exits, or under --elastic goes back to the start of the attempt (ctrain_elastic.h). */
 static void zero_check(coll_result_t st, const char *what)
 {
     if (st != COLL_OK) {
-        fprintf(stderr, "ctrain: %s failed: %s (%s)\n", what, coll_strerror(st), coll_last_error());
-        exit(1);
+        ctrain_fail(st, what);
     }
 }
 

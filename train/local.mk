@@ -6,6 +6,7 @@ ctrain_SOURCES = train/ctrain.c train/ctrain_opts.c train/ctrain_opts.h train/ct
     train/ctrain_dump.h train/gpt.c train/gpt.h train/gpt_layers.c train/gpt_layers.h \
     train/data.c train/data.h train/rng.h train/ckpt.c train/ckpt.h train/model.h \
     train/model_gpt.c train/model_mlp.c train/ctrain_zero.c train/ctrain_zero.h \
+    train/ctrain_elastic.c train/ctrain_elastic.h \
     train/precision.c train/precision.h
 ctrain_CPPFLAGS = -I$(top_srcdir)/include -I$(top_builddir)/include
 ctrain_CFLAGS = $(AM_CFLAGS) $(OPENMP_CFLAGS)
