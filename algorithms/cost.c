@@ -3,7 +3,9 @@
  * Alpha-beta(-gamma) cost of every built-in algorithm: alpha per message on the link it uses,
  * beta per byte sent, gamma per byte reduced locally. Rounds of pairwise exchanges are charged
  * to the slowest link used in that round; rings and trees to the slowest link they contain.
- * The formulas follow the schedules the builders emit (message counts, bytes per rank).
+ * The formulas follow the schedules the builders emit (message counts, bytes per rank). On a
+ * host running more ranks than CPUs every dependent step (a rank waits for a peer) also costs
+ * m->sched_us: the peer has to be scheduled first, so algorithms of few steps gain on the ring.
  */
 #include "cost.h"
 
@@ -20,6 +22,7 @@ void coll_model_default(coll_model_t *m)
     m->inter.beta_us_per_byte = 1e6 / 1.1e9; /* 10 Gbit/s TCP */
     m->gamma_us_per_byte      = 1e6 / 8e9;
     m->inter_nics             = 1;
+    m->sched_us               = 0.0;
 }
 
 double coll_model_inter_beta(const coll_model_t *m, int streams)
@@ -34,13 +37,18 @@ void coll_model_format(const coll_model_t *m, char *buf, size_t len)
 {
     char nics[32] = "";
 
+    char sched[48] = "";
+
     if (m->inter_nics > 1) {
         snprintf(nics, sizeof(nics), " x %d NICs", m->inter_nics);
     }
+    if (m->sched_us > 0) {
+        snprintf(sched, sizeof(sched), ", oversubscribed %.0f us per step", m->sched_us);
+    }
     /* beta is us per byte, so 1e-3 / beta is bytes per ns = GB/s */
-    snprintf(buf, len, "intra %.1f us %.2f GB/s, inter %.1f us %.2f GB/s%s, reduce %.2f GB/s",
+    snprintf(buf, len, "intra %.1f us %.2f GB/s, inter %.1f us %.2f GB/s%s, reduce %.2f GB/s%s",
              m->intra.alpha_us, 1e-3 / m->intra.beta_us_per_byte, m->inter.alpha_us,
-             1e-3 / m->inter.beta_us_per_byte, nics, 1e-3 / m->gamma_us_per_byte);
+             1e-3 / m->inter.beta_us_per_byte, nics, 1e-3 / m->gamma_us_per_byte, sched);
 }
 
 double coll_cost_bytes(const coll_args_t *args)
@@ -131,6 +139,17 @@ coll_link_model_t coll_cost_xor_link(const coll_args_t *args, const coll_model_t
 
 /* ---- ring / chain ---- */
 
+/* On a host running more ranks than CPUs, each step of a ring waits on a neighbour that waits
+ * on its own: scheduling delays add up around the ring. Measured on 2 CPUs (4 and 8 ranks,
+ * 1-16 MiB) the ring took 1.3-1.7x Rabenseifner's time, whose partners are fewer steps apart;
+ * the ring's byte terms are charged this factor there. */
+#define COST_RING_OVERSUB 1.5
+
+static double cost_ring_stretch(const coll_model_t *m)
+{
+    return m->sched_us > 0 ? COST_RING_OVERSUB : 1.0;
+}
+
 /* Ring phases: every rank sends (n-1)/n of the data per phase in n-1 messages and reduces the
  * reduce-scatter's share. Chains: the pipeline fills in n-1 chunk times, then delivers one
  * chunk per chunk time. */
@@ -139,22 +158,25 @@ double coll_cost_ring(int nranks, const coll_args_t *args, const coll_model_t *m
     coll_link_model_t        link = cost_round_link(args, m, nranks, cost_ring_peer, 0);
     const coll_link_model_t *l    = &link;
     double                   n = nranks, bytes = coll_cost_bytes(args), k, chunk;
+    double                   stretch = cost_ring_stretch(m);
 
     if (nranks <= 1) {
         return 0.0;
     }
     switch (args->coll) {
     case COLL_OP_ALLREDUCE:
-        return 2.0 * (n - 1.0) * l->alpha_us + 2.0 * (n - 1.0) / n * bytes * l->beta_us_per_byte +
-               (n - 1.0) / n * bytes * m->gamma_us_per_byte;
+        return 2.0 * (n - 1.0) * (l->alpha_us + m->sched_us) +
+               stretch * (2.0 * (n - 1.0) / n * bytes * l->beta_us_per_byte +
+                          (n - 1.0) / n * bytes * m->gamma_us_per_byte);
     case COLL_OP_REDUCE_SCATTER: /* count is the per-rank block */
-        return (n - 1.0) * (l->alpha_us + bytes * (l->beta_us_per_byte + m->gamma_us_per_byte));
+        return (n - 1.0) * (l->alpha_us + m->sched_us +
+                            stretch * bytes * (l->beta_us_per_byte + m->gamma_us_per_byte));
     case COLL_OP_ALLGATHER:
-        return (n - 1.0) * (l->alpha_us + bytes * l->beta_us_per_byte);
+        return (n - 1.0) * (l->alpha_us + m->sched_us + stretch * bytes * l->beta_us_per_byte);
     default:
         k     = cost_chunks(args);
         chunk = bytes / k;
-        return (n - 1.0 + k - 1.0) * (l->alpha_us + chunk * l->beta_us_per_byte);
+        return (n - 1.0 + k - 1.0) * (l->alpha_us + m->sched_us + chunk * l->beta_us_per_byte);
     }
 }
 
@@ -184,7 +206,8 @@ static double cost_fold(int nranks, int p, double bytes, const coll_args_t *args
     if (nranks == p) {
         return 0.0;
     }
-    return 2.0 * (l->alpha_us + bytes * l->beta_us_per_byte) + bytes * m->gamma_us_per_byte;
+    return 2.0 * (l->alpha_us + m->sched_us + bytes * l->beta_us_per_byte) +
+           bytes * m->gamma_us_per_byte;
 }
 
 /* log2(p) full-vector exchanges, each reduced. */
@@ -196,7 +219,7 @@ double coll_cost_rd(int nranks, const coll_args_t *args, const coll_model_t *m)
     for (int k = 0; k < lg; k++) {
         coll_link_model_t        link = coll_cost_xor_link(args, m, p, 1 << k);
         const coll_link_model_t *l    = &link;
-        t += l->alpha_us + bytes * (l->beta_us_per_byte + m->gamma_us_per_byte);
+        t += l->alpha_us + m->sched_us + bytes * (l->beta_us_per_byte + m->gamma_us_per_byte);
     }
     return t + cost_fold(nranks, p, bytes, args, m);
 }
@@ -215,7 +238,7 @@ double coll_cost_rab(int nranks, const coll_args_t *args, const coll_model_t *m)
         coll_link_model_t        link = coll_cost_xor_link(args, m, p, 1 << k);
         const coll_link_model_t *l    = &link;
         part /= 2.0;
-        t += 2.0 * (l->alpha_us + COST_RAB_BW_PENALTY * part * l->beta_us_per_byte) +
+        t += 2.0 * (l->alpha_us + m->sched_us + COST_RAB_BW_PENALTY * part * l->beta_us_per_byte) +
              part * m->gamma_us_per_byte;
     }
     return t + cost_fold(nranks, p, bytes, args, m);
@@ -237,8 +260,9 @@ double coll_cost_dbtree(int nranks, const coll_args_t *args, const coll_model_t 
         return 0.0;
     }
     chunk = (bytes / 2.0 < (double)args->chunk_bytes) ? bytes / 2.0 : (double)args->chunk_bytes;
-    return 2.0 * coll_tree_depth(nranks) * (l->alpha_us + chunk * l->beta_us_per_byte) +
-           (k + 1.0) * l->alpha_us + 2.0 * bytes * l->beta_us_per_byte +
+    return 2.0 * coll_tree_depth(nranks) *
+               (l->alpha_us + m->sched_us + chunk * l->beta_us_per_byte) +
+           (k + 1.0) * (l->alpha_us + m->sched_us) + 2.0 * bytes * l->beta_us_per_byte +
            bytes * m->gamma_us_per_byte;
 }
 
@@ -252,7 +276,8 @@ double coll_cost_tree(int nranks, const coll_args_t *args, const coll_model_t *m
     if (nranks <= 1) {
         return 0.0;
     }
-    return 2.0 * (coll_tree_depth(nranks) + k - 1.0) * (l->alpha_us + chunk * l->beta_us_per_byte);
+    return 2.0 * (coll_tree_depth(nranks) + k - 1.0) *
+           (l->alpha_us + m->sched_us + chunk * l->beta_us_per_byte);
 }
 
 /* ---- recursive halving reduce_scatter, Bruck allgather ---- */
@@ -272,10 +297,10 @@ double coll_cost_rh(int nranks, const coll_args_t *args, const coll_model_t *m)
         coll_link_model_t        link = coll_cost_xor_link(args, m, p, 1 << k);
         const coll_link_model_t *l    = &link;
         part /= 2.0;
-        t += l->alpha_us + part * (l->beta_us_per_byte + m->gamma_us_per_byte);
+        t += l->alpha_us + m->sched_us + part * (l->beta_us_per_byte + m->gamma_us_per_byte);
     }
     if (nranks != p) {
-        t += 2.0 * fl->alpha_us + (block * nranks + block) * fl->beta_us_per_byte +
+        t += 2.0 * (fl->alpha_us + m->sched_us) + (block * nranks + block) * fl->beta_us_per_byte +
              block * nranks * m->gamma_us_per_byte;
     }
     return t;
@@ -290,7 +315,8 @@ double coll_cost_bruck(int nranks, const coll_args_t *args, const coll_model_t *
     for (long long d = 1; d < nranks; d *= 2) {
         rounds++;
     }
-    return rounds * l->alpha_us + (nranks - 1) * coll_cost_bytes(args) * l->beta_us_per_byte +
+    return rounds * (l->alpha_us + m->sched_us) +
+           (nranks - 1) * coll_cost_bytes(args) * l->beta_us_per_byte +
            (nranks - 1) * coll_cost_bytes(args) * m->intra.beta_us_per_byte;
 }
 
@@ -300,8 +326,8 @@ double coll_cost_pairwise(int nranks, const coll_args_t *args, const coll_model_
 {
     const coll_link_model_t *l = coll_cost_flat_link(args, m);
 
-    return (nranks - 1) *
-           (l->alpha_us * cost_chunks(args) + coll_cost_bytes(args) * l->beta_us_per_byte);
+    return (nranks - 1) * ((l->alpha_us + m->sched_us) * cost_chunks(args) +
+                           coll_cost_bytes(args) * l->beta_us_per_byte);
 }
 
 double coll_cost_dissemination(int nranks, const coll_args_t *args, const coll_model_t *m)
@@ -312,7 +338,7 @@ double coll_cost_dissemination(int nranks, const coll_args_t *args, const coll_m
     for (long long d = 1; d < nranks; d *= 2) {
         rounds++;
     }
-    return rounds * l->alpha_us;
+    return rounds * (l->alpha_us + m->sched_us);
 }
 
 double coll_cost_direct(int nranks, const coll_args_t *args, const coll_model_t *m)
@@ -320,7 +346,7 @@ double coll_cost_direct(int nranks, const coll_args_t *args, const coll_model_t 
     const coll_link_model_t *l = coll_cost_flat_link(args, m);
 
     (void)nranks;
-    return l->alpha_us + coll_cost_bytes(args) * l->beta_us_per_byte;
+    return l->alpha_us + m->sched_us + coll_cost_bytes(args) * l->beta_us_per_byte;
 }
 
 /* ---- shared windows ---- */
@@ -347,7 +373,8 @@ double coll_cost_oneshot(int nranks, const coll_args_t *args, const coll_model_t
     if (nranks <= 1) {
         return 0.0;
     }
-    return m->intra.alpha_us + 2.0 * bytes * c + (n - 1.0) * bytes * (c + m->gamma_us_per_byte);
+    return m->intra.alpha_us + m->sched_us + 2.0 * bytes * c +
+           (n - 1.0) * bytes * (c + m->gamma_us_per_byte);
 }
 
 /* Put the input; reduce the own segment (a copy and n - 1 reductions of bytes / n); put it;
@@ -359,6 +386,6 @@ double coll_cost_twoshot(int nranks, const coll_args_t *args, const coll_model_t
     if (nranks <= 1) {
         return 0.0;
     }
-    return 2.0 * m->intra.alpha_us + bytes * c + seg * c +
+    return 2.0 * (m->intra.alpha_us + m->sched_us) + bytes * c + seg * c +
            (n - 1.0) * seg * (c + m->gamma_us_per_byte) + seg * c + (n - 1.0) * seg * c;
 }

@@ -23,6 +23,9 @@ typedef struct coll_model {
     /* Network links (NICs, "rails") per host: streams leaving one host at once share them, each
      * stream at most one link's bandwidth. < 1 counts as 1. */
     int inter_nics;
+    /* Extra cost of each dependent step (a rank waits for a peer) when the host runs more ranks
+     * than it has CPUs: the peer must first be scheduled. 0 when it does not. */
+    double sched_us;
 } coll_model_t;
 
 /* The bandwidth share of each of `streams` streams leaving one host at once: inter beta times

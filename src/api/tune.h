@@ -16,6 +16,9 @@
 
 /* The model the parameters describe (defaults where unset); nothing measured. */
 void coll_model_from_params(coll_model_t *m);
+/* The cost model's step cost (coll_model_t.sched_us) for `local` ranks on this host: 0 unless
+ * they outnumber its online CPUs (COLL_OVERSUB_STEP). */
+double coll_tune_sched_us(int local);
 
 /* After the transports are connected: fills comm->layout and comm->model. Collective. */
 coll_result_t coll_tune_init(coll_comm_t *comm, double deadline);

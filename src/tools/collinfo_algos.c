@@ -442,6 +442,8 @@ static int ci_shape_set(ci_ctx_t *x, int i)
     if (x->topo == NULL) {
         coll_model_from_params(&x->model);
         x->nic_bw = x->nhosts > 1 && ci_nic_bw(&x->model, x->nranks / x->nhosts);
+        /* as the tuner: ranks outnumbering this machine's CPUs on one host */
+        x->model.sched_us = x->nhosts == 1 ? coll_tune_sched_us(x->nranks) : 0.0;
     } else if (coll_model_from_topo(x->topo, x->nranks / x->nhosts, &x->model, &x->tinfo) !=
                COLL_OK) {
         fprintf(stderr, "collinfo algos: out of memory for %d ranks\n", x->nranks);

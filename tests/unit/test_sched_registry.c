@@ -118,6 +118,37 @@ static void test_registry_hosts(void)
     coll_layout_fini(&l1);
 }
 
+/* More ranks than CPUs on one host (m.sched_us > 0): a ring's steps wait on neighbours that
+ * wait on their own, so from a few MiB Rabenseifner takes over; on free CPUs the ring keeps the
+ * large messages, and the latency-bound choice does not change. */
+static void test_registry_oversub(void)
+{
+    coll_model_t  m;
+    coll_layout_t l;
+    coll_args_t   a = {.coll        = COLL_OP_ALLREDUCE,
+                       .dtype       = COLL_FLOAT32,
+                       .op          = COLL_SUM,
+                       .root        = -1,
+                       .chunk_bytes = 256 << 10};
+
+    for (int n = 4; n <= 8; n += 4) {
+        ASSERT_OK(coll_layout_init_blocks(&l, n, 1));
+        a.layout = &l;
+        coll_model_default(&m);
+        a.count = 2 << 20; /* 8 MiB */
+        ASSERT_TRUE(strcmp(coll_algo_select(n, &a, NULL, &m, NULL)->name, "ring") == 0);
+        m.sched_us              = 5.0 * (n - 2) / 2.0; /* n ranks on 2 CPUs */
+        const coll_algo_t *over = coll_algo_select(n, &a, NULL, &m, NULL);
+        ASSERT_TRUE(strcmp(over->name, "rabenseifner") == 0);
+        ASSERT_TRUE(coll_algo_registry_find("ring")->cost_us(n, &a, &m) >
+                    1.2 * over->cost_us(n, &a, &m));
+        a.count = 2; /* 8 bytes: still the fewest rounds */
+        ASSERT_TRUE(strcmp(coll_algo_select(n, &a, NULL, &m, NULL)->name, "recursive_doubling") ==
+                    0);
+        coll_layout_fini(&l);
+    }
+}
+
 static void test_registry(void)
 {
     coll_args_t        a    = {.coll        = COLL_OP_ALLREDUCE,
@@ -173,6 +204,7 @@ int main(int argc, char **argv)
         verbose |= strcmp(argv[i], "-v") == 0;
     }
     test_registry();
+    test_registry_oversub();
     printf("test_sched_registry: ok\n");
     return 0;
 }

@@ -66,8 +66,8 @@ static coll_result_t shm_init(const coll_tp_init_args_t *args, coll_tp_ctx_t **c
     for (int r = 0; r < args->nranks; r++) {
         ctx->lidx[r] = args->peers[r].host_hash == host ? ctx->nlocal++ : -1;
     }
-    ctx->ring_size    = shm_ring_size_param();
-    ctx->win_size     = shm_win_size_param(ctx->nlocal == ctx->nranks && ctx->nranks > 1);
+    ctx->ring_size = shm_ring_size_param();
+    ctx->win_size  = shm_win_size_param(ctx->nlocal == ctx->nranks && ctx->nranks > 1, ctx->nlocal);
     ctx->live_check_s = SHM_LIVE_CHECK_S;
     ctx->cma_min      = coll_param_size(COLL_P_SHM_CMA_MIN);
     shm_bell_setup();

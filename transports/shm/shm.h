@@ -44,6 +44,7 @@ _Static_assert(ATOMIC_INT_LOCK_FREE == 2, "shm transport needs lock-free 32-bit 
 #define SHM_WIN_CTRL_SIZE  8192u /* window control block in front of the two halves */
 #define SHM_WIN_ALIGN      4096u /* window halves are whole pages */
 #define SHM_WIN_MAX        ((uint64_t)1 << 30)
+#define SHM_WIN_SMALL      (1u << 20) /* the default window where /dev/shm is small */
 
 /* Futex doorbell of one process: producers bump seq after publishing when sleepers != 0. */
 typedef struct shm_doorbell {
@@ -249,7 +250,7 @@ void     shm_bell_wait(shm_doorbell_t *b, uint32_t seen, double timeout_s);
 void     shm_bell_cancel(shm_doorbell_t *b);
 
 /* ---- shm_win.c ---- */
-uint64_t      shm_win_size_param(int all_local);
+uint64_t      shm_win_size_param(int all_local, int nlocal);
 coll_result_t shm_win_init(coll_tp_ctx_t *ctx); /* after init: per-rank window state */
 void          shm_win_fini(coll_tp_ctx_t *ctx);
 /* After connect_all: agree on the usable window size from every local rank's handle. */

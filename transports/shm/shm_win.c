@@ -22,11 +22,15 @@
 #include <inttypes.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <sys/statvfs.h>
 
-/* COLL_SHM_WINDOW_SIZE rounded up to whole pages, 0 when not every rank is on this host. */
-uint64_t shm_win_size_param(int all_local)
+/* COLL_SHM_WINDOW_SIZE rounded up to whole pages, 0 when not every rank is on this host. The
+ * default (4 MiB per half) shrinks to 1 MiB where /dev/shm could not hold this host's windows
+ * four times over (a container's 64 MiB /dev/shm, say): windows are reserved, not sparse. */
+uint64_t shm_win_size_param(int all_local, int nlocal)
 {
-    uint64_t want = coll_param_size(COLL_P_SHM_WINDOW_SIZE);
+    uint64_t       want = coll_param_size(COLL_P_SHM_WINDOW_SIZE);
+    struct statvfs v;
 
     if (!all_local || want == 0) {
         return 0;
@@ -34,6 +38,13 @@ uint64_t shm_win_size_param(int all_local)
     if (want > SHM_WIN_MAX) {
         coll_warn(SHM, "COLL_SHM_WINDOW_SIZE %" PRIu64 " is above 1g: using 1g", want);
         want = SHM_WIN_MAX;
+    }
+    if (!coll_param_is_set(COLL_P_SHM_WINDOW_SIZE) && want > SHM_WIN_SMALL &&
+        statvfs("/dev/shm", &v) == 0 &&
+        (uint64_t)v.f_bavail * v.f_frsize < 4u * 2u * want * (uint64_t)nlocal) {
+        coll_debug(SHM, "/dev/shm has %" PRIu64 " bytes free: windows of %u bytes per half",
+                   (uint64_t)v.f_bavail * v.f_frsize, SHM_WIN_SMALL);
+        want = SHM_WIN_SMALL;
     }
     return (want + SHM_WIN_ALIGN - 1) / SHM_WIN_ALIGN * SHM_WIN_ALIGN;
 }
