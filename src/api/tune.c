@@ -261,10 +261,8 @@ static coll_result_t tune_model(coll_comm_t *comm, double deadline)
     coll_result_t        st;
     int                  want[3];
 
-    double sched_us = comm->model.sched_us; /* tune_spin's */
     coll_model_from_params(&comm->model);
-    comm->model.sched_us = sched_us;
-    want[0]              = l->nranks > l->nhosts &&
+    want[0] = l->nranks > l->nhosts &&
               !(coll_param_is_set(COLL_P_INTRA_LAT) && coll_param_is_set(COLL_P_INTRA_BW));
     want[1] = l->nhosts > 1 &&
               !(coll_param_is_set(COLL_P_INTER_LAT) && coll_param_is_set(COLL_P_INTER_BW));
@@ -388,9 +386,6 @@ static void tune_spin(coll_comm_t *comm)
     comm->oversubscribed = ncpu > 0 && local > ncpu;
     coll_debug(ALGO, "rank %d: %d rank(s) on %ld online CPU(s): waits %s", comm->rank, local, ncpu,
                comm->oversubscribed ? "yield each pass" : "spin");
-    /* the cost model's step cost: on one host only, where every rank counts the same CPUs and
-     * ranks (hosts may differ in CPUs, and the ranks must choose alike) */
-    comm->model.sched_us = l->nhosts == 1 ? coll_tune_sched_us(local) : 0.0;
 }
 
 double coll_tune_sched_us(int local)
@@ -420,6 +415,9 @@ coll_result_t coll_tune_init(coll_comm_t *comm, double deadline)
     COLL_CHECK(tune_ring(comm));
     tune_window(comm);
     COLL_CHECK(tune_model(comm, deadline));
+    /* the cost model's step cost: on one host only, where every rank counts the same CPUs and
+     * ranks (hosts may differ in CPUs, and the ranks must choose alike) */
+    comm->model.sched_us = comm->layout.nhosts == 1 ? coll_tune_sched_us(comm->nranks) : 0.0;
     if (coll_log_enabled(COLL_LOG_INFO, COLL_SS_ALGO)) {
         char model[160];
 

@@ -114,31 +114,42 @@ static coll_result_t boot_recv(coll_bootstrap_t *bs, coll_boot_hdr_t *h, void *b
     return COLL_OK;
 }
 
+coll_result_t coll_boot_auth_connect(int fd, const coll_auth_key_t *key, double deadline)
+{
+    coll_auth_state_t as;
+    uint8_t           challenge[COLL_AUTH_CHALLENGE_LEN], response[COLL_AUTH_RESPONSE_LEN];
+    uint8_t           proof[COLL_AUTH_PROOF_LEN];
+
+    COLL_CHECK(coll_sock_recv_all(fd, challenge, sizeof(challenge), deadline));
+    if (coll_auth_respond(key, &as, challenge, NULL, 0, response) != COLL_OK) {
+        return COLL_ERR_INVALID_ARG;
+    }
+    COLL_CHECK(coll_sock_send_all(fd, response, sizeof(response), deadline));
+    COLL_CHECK(coll_sock_recv_all(fd, proof, sizeof(proof), deadline));
+    return coll_auth_check_proof(key, &as, proof, NULL, 0) == COLL_OK ? COLL_OK
+                                                                      : COLL_ERR_TRANSPORT;
+}
+
 /* Answer the root's challenge and check its proof: both sides hold the job secret. */
 static coll_result_t boot_authenticate(coll_bootstrap_t *bs, const coll_sockaddr_t *addr,
                                        double deadline)
 {
-    coll_auth_key_t   key;
-    coll_auth_state_t as;
-    uint8_t           challenge[COLL_AUTH_CHALLENGE_LEN], response[COLL_AUTH_RESPONSE_LEN];
-    uint8_t           proof[COLL_AUTH_PROOF_LEN];
-    char              abuf[80];
-    coll_result_t     st;
+    coll_auth_key_t key;
+    char            abuf[80];
 
     coll_auth_derive(bs->secret, "bootstrap", bs->nonce, &key);
-    st = coll_sock_recv_all(bs->fd, challenge, sizeof(challenge), deadline);
-    if (st == COLL_OK) {
-        st = coll_auth_respond(&key, &as, challenge, NULL, 0, response);
-        if (st != COLL_OK) {
-            return coll_set_last_error(st,
-                                       "rank %d: %s is not a libcoll bootstrap root of this "
-                                       "version (no authentication challenge)",
-                                       bs->rank, coll_sock_str(addr, abuf, sizeof(abuf)));
-        }
-        st = coll_sock_send_all(bs->fd, response, sizeof(response), deadline);
+    coll_result_t st = coll_boot_auth_connect(bs->fd, &key, deadline);
+    if (st == COLL_ERR_INVALID_ARG) {
+        return coll_set_last_error(COLL_ERR_TRANSPORT,
+                                   "rank %d: %s is not a libcoll bootstrap root of this "
+                                   "version (no authentication challenge)",
+                                   bs->rank, coll_sock_str(addr, abuf, sizeof(abuf)));
     }
-    if (st == COLL_OK) {
-        st = coll_sock_recv_all(bs->fd, proof, sizeof(proof), deadline);
+    if (st == COLL_ERR_TRANSPORT) {
+        return coll_set_last_error(COLL_ERR_TRANSPORT,
+                                   "rank %d: the bootstrap root at %s failed authentication: it "
+                                   "does not hold this job's secret",
+                                   bs->rank, coll_sock_str(addr, abuf, sizeof(abuf)));
     }
     if (st != COLL_OK) {
         return coll_set_last_error(st == COLL_ERR_TIMEOUT ? st : COLL_ERR_TRANSPORT,
@@ -147,12 +158,6 @@ static coll_result_t boot_authenticate(coll_bootstrap_t *bs, const coll_sockaddr
                                    "another job's",
                                    bs->rank, coll_sock_str(addr, abuf, sizeof(abuf)),
                                    st == COLL_ERR_TIMEOUT ? "timed out" : "connection closed");
-    }
-    if (coll_auth_check_proof(&key, &as, proof, NULL, 0) != COLL_OK) {
-        return coll_set_last_error(COLL_ERR_TRANSPORT,
-                                   "rank %d: the bootstrap root at %s failed authentication: it "
-                                   "does not hold this job's secret",
-                                   bs->rank, coll_sock_str(addr, abuf, sizeof(abuf)));
     }
     return COLL_OK;
 }

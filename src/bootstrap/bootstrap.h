@@ -61,6 +61,12 @@ uint64_t coll_bootstrap_seed(const coll_bootstrap_t *bs);
 void coll_bootstrap_auth_key(const coll_bootstrap_t *bs, const char *purpose, uint64_t ctx,
                              coll_auth_key_t *key);
 
+/* The connector's side of the handshake (auth.h) on fd: COLL_OK; COLL_ERR_INVALID_ARG when
+ * what came was no challenge; COLL_ERR_TRANSPORT when the peer's proof is wrong (it does not
+ * hold the key); else the socket's error (COLL_ERR_TIMEOUT, COLL_ERR_REMOTE when closed, ...).
+ * Used for the root and for a survivor's standby (standby.c). */
+coll_result_t coll_boot_auth_connect(int fd, const coll_auth_key_t *key, double deadline);
+
 /* root.c internals used by bootstrap.c */
 void coll_boot_root_join(uint64_t nonce);
 

@@ -166,14 +166,11 @@ static coll_result_t sb_connect_once(const coll_sockaddr_t *a, double deadline, 
 static coll_result_t sb_ask(coll_standby_t *sb, int c, double deadline, int32_t *survivors, int *n,
                             coll_unique_id_t *id)
 {
-    coll_sockaddr_t   a;
-    coll_auth_state_t as;
-    uint8_t           challenge[COLL_AUTH_CHALLENGE_LEN], response[COLL_AUTH_RESPONSE_LEN];
-    uint8_t           proof[COLL_AUTH_PROOF_LEN];
-    coll_boot_hdr_t   h;
-    char              abuf[80];
-    int               fd;
-    double            cdl = coll_time_s() + SB_CONNECT_TIMEOUT;
+    coll_sockaddr_t a;
+    coll_boot_hdr_t h;
+    char            abuf[80];
+    int             fd;
+    double          cdl = coll_time_s() + SB_CONNECT_TIMEOUT;
     coll_boot_addr_unpack(&sb->table[c], &a);
     coll_result_t st = sb_connect_once(&a, cdl < deadline ? cdl : deadline, &fd);
     if (st != COLL_OK) {
@@ -182,18 +179,11 @@ static coll_result_t sb_ask(coll_standby_t *sb, int c, double deadline, int32_t 
         return COLL_ERR_REMOTE;
     }
     /* the candidate answers once it is in its own shrink: wait for it until the deadline */
-    st = coll_sock_recv_all(fd, challenge, sizeof(challenge), deadline);
-    if (st == COLL_OK) {
-        st = coll_auth_respond(&sb->key, &as, challenge, NULL, 0, response) == COLL_OK
-                 ? coll_sock_send_all(fd, response, sizeof(response), deadline)
-                 : COLL_ERR_TRANSPORT;
-    }
-    if (st == COLL_OK) {
-        st = coll_sock_recv_all(fd, proof, sizeof(proof), deadline);
-    }
-    if (st == COLL_OK && coll_auth_check_proof(&sb->key, &as, proof, NULL, 0) != COLL_OK) {
+    st = coll_boot_auth_connect(fd, &sb->key, deadline);
+    if (st == COLL_ERR_TRANSPORT) {
         coll_warn(BOOTSTRAP, "rank %d: the standby of rank %d at %s failed authentication",
                   sb->rank, c, coll_sock_str(&a, abuf, sizeof(abuf)));
+    } else if (st == COLL_ERR_INVALID_ARG) { /* no challenge: not a standby of this job */
         st = COLL_ERR_TRANSPORT;
     }
     if (st == COLL_OK) {
