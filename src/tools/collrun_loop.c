@@ -251,15 +251,21 @@ static void loop_rank_ended(collrun_job_t *job, int r)
     }
 }
 
-/* Notes every rank that has exited; WNOWAIT leaves it a zombie (see loop_signal_ranks). */
+/*
+ * Notes every rank that has exited; WNOWAIT leaves it a zombie (see loop_signal_ranks). When
+ * several ended since the last look, those killed by a signal are taken first: a rank that
+ * crashed or was killed is the likelier cause, and the others' error exits are often their
+ * report of it (on a busy host they can end before collrun is scheduled to see the first).
+ */
 static void loop_reap(collrun_job_t *job)
 {
     collrun_rank_t *rank;
     siginfo_t       si;
-    int             r;
+    int             r, pass, nended = 0;
 
     for (r = 0; r < job->nspawned; r++) {
-        rank = &job->ranks[r];
+        rank            = &job->ranks[r];
+        rank->ended_now = 0;
         if (!rank->running) {
             continue;
         }
@@ -268,15 +274,27 @@ static void loop_reap(collrun_job_t *job)
             si.si_pid == 0) {
             continue;
         }
-        rank->running = 0;
-        rank->killed  = si.si_code == CLD_KILLED || si.si_code == CLD_DUMPED;
-        rank->core    = si.si_code == CLD_DUMPED;
-        rank->code    = si.si_status;
+        rank->running   = 0;
+        rank->ended_now = 1;
+        rank->killed    = si.si_code == CLD_KILLED || si.si_code == CLD_DUMPED;
+        rank->core      = si.si_code == CLD_DUMPED;
+        rank->code      = si.si_status;
         job->nrunning--;
-        /* Relay what the rank wrote before saying anything about its end. */
-        collrun_relay_read(&rank->out[0], r, 1);
-        collrun_relay_read(&rank->out[1], r, 1);
-        loop_rank_ended(job, r);
+        nended++;
+    }
+    for (pass = 0; pass < 2 && nended > 0; pass++) {
+        for (r = 0; r < job->nspawned; r++) {
+            rank = &job->ranks[r];
+            if (!rank->ended_now || rank->killed != (pass == 0)) {
+                continue;
+            }
+            rank->ended_now = 0;
+            nended--;
+            /* Relay what the rank wrote before saying anything about its end. */
+            collrun_relay_read(&rank->out[0], r, 1);
+            collrun_relay_read(&rank->out[1], r, 1);
+            loop_rank_ended(job, r);
+        }
     }
 }
 
