@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Memory hooks by symbol interposition: libcoll defines munmap, mremap and madvise with default
- * visibility, so that calls from the program and from other shared libraries resolve to them
- * (when libcoll comes first in the global lookup scope, which coll_memhook_effective checks).
- * Each runs the registered callbacks with the range about to go away, then the real function
- * found with dlsym(RTLD_NEXT). It does not hook mmap(MAP_FIXED) over existing pages, shmdt, brk,
- * nor the hidden calls glibc makes from inside itself (its malloc): coll_memhook_keep_heap_mapped
- * stops most of the latter (see there what it cannot).
+ * Memory hooks by symbol interposition: libcoll defines munmap, mremap, madvise and mmap with
+ * default visibility, so that calls from the program and from other shared libraries resolve to
+ * them (when libcoll comes first in the global lookup scope, which coll_memhook_effective
+ * checks). munmap, mremap and madvise run the registered callbacks with the range about to go
+ * away, then the real function found with dlsym(RTLD_NEXT); mmap runs them with the range it
+ * mapped, after the real call: whatever was known of those addresses before is stale now, even
+ * when the old mapping went away unseen. Not hooked: shmdt, brk, and the hidden calls glibc makes
+ * from inside itself (its malloc): coll_memhook_keep_heap_mapped stops most of the latter (see
+ * there what it cannot).
  *
  * Invariants: with no callback registered an interposer costs one relaxed atomic load; the
  * callbacks run under one mutex (so remove() waits for running calls), with errno preserved and
@@ -34,12 +36,15 @@
 typedef int (*memhook_munmap_fn_t)(void *addr, size_t len);
 typedef void *(*memhook_mremap_fn_t)(void *old, size_t old_len, size_t new_len, int flags, ...);
 typedef int (*memhook_madvise_fn_t)(void *addr, size_t len, int advice);
+typedef void *(*memhook_mmap_fn_t)(void *addr, size_t len, int prot, int flags, int fd, off_t off);
 
 /* The next definitions in lookup order (libc's); NULL until the constructor ran, and then the
  * raw system call stands in. */
 static _Atomic(memhook_munmap_fn_t)  memhook_real_munmap;
 static _Atomic(memhook_mremap_fn_t)  memhook_real_mremap;
 static _Atomic(memhook_madvise_fn_t) memhook_real_madvise;
+static _Atomic(memhook_mmap_fn_t)    memhook_real_mmap;
+static _Atomic(memhook_mmap_fn_t)    memhook_real_mmap64;
 
 static struct {
     coll_memhook_fn_t fn;
@@ -192,6 +197,30 @@ MEMHOOK_EXPORT int madvise(void *addr, size_t len, int advice)
     return (int)syscall(SYS_madvise, addr, len, advice);
 }
 
+/* A new mapping: a registration of any of its addresses describes pages that are gone (their
+ * unmapping may have been unseen: glibc's own, or mmap(MAP_FIXED) over them). */
+static void *memhook_mmap_via(_Atomic(memhook_mmap_fn_t) *realp, void *addr, size_t len, int prot,
+                              int flags, int fd, off_t off)
+{
+    memhook_mmap_fn_t real = atomic_load_explicit(realp, memory_order_relaxed);
+    void             *p    = real != NULL ? real(addr, len, prot, flags, fd, off)
+                                          : (void *)syscall(SYS_mmap, addr, len, prot, flags, fd, off);
+    if (p != MAP_FAILED && memhook_wanted(len)) {
+        memhook_notify((uintptr_t)p, len);
+    }
+    return p;
+}
+
+MEMHOOK_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+    return memhook_mmap_via(&memhook_real_mmap, addr, len, prot, flags, fd, off);
+}
+
+MEMHOOK_EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+    return memhook_mmap_via(&memhook_real_mmap64, addr, len, prot, flags, fd, off);
+}
+
 /* Our own definitions, reached without the dynamic linker (a plain reference from position-
  * independent code would go through the GOT and find whichever definition comes first). Only
  * their addresses are taken; nothrow and leaf repeat the C library's declarations. */
@@ -199,6 +228,8 @@ MEMHOOK_EXPORT int madvise(void *addr, size_t len, int advice)
 extern __typeof__(munmap) memhook_self_munmap   MEMHOOK_SELF(munmap);
 extern __typeof__(mremap) memhook_self_mremap   MEMHOOK_SELF(mremap);
 extern __typeof__(madvise) memhook_self_madvise MEMHOOK_SELF(madvise);
+extern __typeof__(mmap) memhook_self_mmap       MEMHOOK_SELF(mmap);
+extern __typeof__(mmap64) memhook_self_mmap64   MEMHOOK_SELF(mmap64);
 
 /* fork: the child starts with no callbacks. Another thread of the parent may hold a lock a
  * callback needs (a cache's, in its get), forever in the child; and the child cannot use the
@@ -222,23 +253,26 @@ static void memhook_fork_child(void)
 
 /* dlsym may allocate or unmap: the guard sends those calls to the system meanwhile. Never our
  * own definition (two copies of libcoll in one process): the system call then. */
+/* The next definition of name in lookup order, never our own (self). */
+static void *memhook_next(const char *name, void *self)
+{
+    void *f = dlsym(RTLD_NEXT, name);
+    return f != self ? f : NULL;
+}
+
 __attribute__((constructor)) static void memhook_resolve(void)
 {
-    void *f;
-
     memhook_busy = 1;
-    f            = dlsym(RTLD_NEXT, "munmap");
-    if (f != NULL && f != (void *)memhook_self_munmap) {
-        atomic_store(&memhook_real_munmap, (memhook_munmap_fn_t)f);
-    }
-    f = dlsym(RTLD_NEXT, "mremap");
-    if (f != NULL && f != (void *)memhook_self_mremap) {
-        atomic_store(&memhook_real_mremap, (memhook_mremap_fn_t)f);
-    }
-    f = dlsym(RTLD_NEXT, "madvise");
-    if (f != NULL && f != (void *)memhook_self_madvise) {
-        atomic_store(&memhook_real_madvise, (memhook_madvise_fn_t)f);
-    }
+    atomic_store(&memhook_real_munmap,
+                 (memhook_munmap_fn_t)memhook_next("munmap", (void *)memhook_self_munmap));
+    atomic_store(&memhook_real_mremap,
+                 (memhook_mremap_fn_t)memhook_next("mremap", (void *)memhook_self_mremap));
+    atomic_store(&memhook_real_madvise,
+                 (memhook_madvise_fn_t)memhook_next("madvise", (void *)memhook_self_madvise));
+    atomic_store(&memhook_real_mmap,
+                 (memhook_mmap_fn_t)memhook_next("mmap", (void *)memhook_self_mmap));
+    atomic_store(&memhook_real_mmap64,
+                 (memhook_mmap_fn_t)memhook_next("mmap64", (void *)memhook_self_mmap64));
     memhook_busy = 0;
     pthread_atfork(memhook_fork_prepare, memhook_fork_parent, memhook_fork_child);
 }
@@ -256,7 +290,8 @@ static void memhook_check(void)
         void       *self;
     } fns[] = {{"munmap", (void *)memhook_self_munmap},
                {"mremap", (void *)memhook_self_mremap},
-               {"madvise", (void *)memhook_self_madvise}};
+               {"madvise", (void *)memhook_self_madvise},
+               {"mmap", (void *)memhook_self_mmap}};
     size_t i;
 
     for (i = 0; i < sizeof(fns) / sizeof(fns[0]); i++) {

@@ -97,7 +97,7 @@ nm -D --defined-only "$lib" > "$tmp/nm" || exit 99
 # Exported on purpose besides COLL_API: the memory hooks of the ib transport's registration
 # cache (src/core/memhook.c interposes these C library functions to see memory being unmapped);
 # built with the ib transport only, so each is allowed, not required.
-hooks="munmap mremap madvise"
+hooks="munmap mremap madvise mmap mmap64"
 awk -v hooks="$hooks" '
 BEGIN { n = split(hooks, h, " "); for (i = 1; i <= n; i++) allowed[h[i]] = 1 }
 $2 == "T" && $3 != "_init" && $3 != "_fini" && !($3 in allowed) { print $3 }' "$tmp/nm" |

@@ -414,6 +414,16 @@ static int mp_run(mp_matrix_t *m, int a, int l, int n, int keep_rph)
             unsetenv("COLL_SHM_CMA_MIN");
         }
     }
+    /* ib: likewise, odd rank counts send every message by rendezvous (RTS, RDMA READ straight
+     * into the receive buffer or through the bounce buffer when it reduces, FIN), even ones
+     * only those of at least the default COLL_IB_RNDV_MIN */
+    if (strcmp(lay->transport, "ib") == 0) {
+        if (n % 2 == 1) {
+            setenv("COLL_IB_RNDV_MIN", "1", 1);
+        } else {
+            unsetenv("COLL_IB_RNDV_MIN");
+        }
+    }
     coll_test_opts_t o = {
         .nranks = n, .want_comm = 1, .timeout_s = 300, .transport = lay->transport};
     const char *aname = a > 0 ? m->algos[a] : "auto";

@@ -134,6 +134,7 @@ static void ib_finalize(coll_tp_ctx_t *ctx)
             coll_ib_ep_destroy(ctx->eps[r]);
         }
     }
+    coll_ib_rndv_fini(ctx);
     while (ctx->sfree != NULL) {
         coll_ib_sreq_t *s = ctx->sfree;
         ctx->sfree        = s->next;
@@ -281,9 +282,12 @@ static coll_result_t ib_init(const coll_tp_init_args_t *args, coll_tp_ctx_t **ct
     COLL_CHECK_GOTO(ib_cm_choose(ctx), st, err);
     COLL_CHECK_GOTO(coll_ib_gid_choose(ctx), st, err);
     COLL_CHECK_GOTO(ib_cq_create(ctx), st, err);
-    coll_info(IB, "rank %d: device %s, QPs by %s, %d QPs per peer, %d slots of %zu bytes",
+    COLL_CHECK_GOTO(coll_ib_rndv_init(ctx), st, err);
+    coll_info(IB,
+              "rank %d: device %s, QPs by %s, %d QPs per peer, %d slots of %zu bytes, "
+              "rendezvous from %zu bytes",
               args->rank, ctx->devname, ctx->cm == COLL_IB_CM_RDMACM ? "rdma_cm" : "bootstrap",
-              ctx->nqps, ctx->slots, ctx->slot_size);
+              ctx->nqps, ctx->slots, ctx->slot_size, ctx->rndv_min);
     *ctx_p = ctx;
     return COLL_OK;
 err:

@@ -9,8 +9,11 @@
  * payload) into a registered send slot and RDMA WRITEs it WITH IMMEDIATE (the slot index) straight
  * into a free remote slot, inline when it is small; the receiver delivers it through the shared
  * matching layer and returns the slot as a credit (a zero-length WRITE WITH IMMEDIATE, credit bit
- * set), so the sender never overruns a ring. Fragments of one message are striped over the QPs. A
- * completion error or a disconnect fails the peer's operations with COLL_ERR_TRANSPORT naming it.
+ * set), so the sender never overruns a ring. Fragments of one message are striped over the QPs.
+ * Sends of at least COLL_IB_RNDV_MIN bytes skip the copies: one RTS fragment names the sender's
+ * registered buffer, the receiver RDMA READs it and answers FIN (ib_rndv.c; registrations come
+ * from the cache of ib_mr.c). A completion error or a disconnect fails the peer's operations with
+ * COLL_ERR_TRANSPORT naming it.
  */
 #ifndef COLL_TP_IB_H
 #define COLL_TP_IB_H
@@ -30,6 +33,9 @@ struct rdma_event_channel;
 
 #define COLL_IB_HANDLE_MAGIC 0x4842494cu /* "LIBH" */
 #define COLL_IB_FRAG_MAGIC   0x4642494cu /* "LIBF" */
+#define COLL_IB_RTS_MAGIC    0x5242494cu /* "LIBR": a rendezvous send is ready (ib_rndv.c) */
+#define COLL_IB_FIN_MAGIC    0x4542494cu /* "LIBE": its receiver has read it all */
+#define COLL_IB_RD_DEPTH     4           /* RDMA READs in flight per QP, at most */
 #define COLL_IB_MAX_QPS      8
 #define COLL_IB_CREDIT_BIT   (1u << 31)
 #define COLL_IB_MAX_MSG      ((uint64_t)1 << 46)
@@ -55,6 +61,13 @@ typedef struct {
     uint64_t off;
 } coll_ib_frag_t;
 
+/* Payload of an RTS fragment: where the sender's registered buffer is. */
+typedef struct {
+    uint64_t addr;
+    uint32_t rkey;
+    uint32_t pad;
+} coll_ib_rts_t;
+
 /* Private data of a connection request / accept: who and where the ring is. */
 typedef struct {
     uint32_t magic;
@@ -68,13 +81,51 @@ typedef struct {
 struct coll_tp_ctx;
 typedef struct coll_ib_ep coll_ib_ep_t;
 
-/* A send waiting for credits or in flight: fragments are produced from it in order. */
+/* What the registration cache's callbacks register with (ib_rndv.c). */
+typedef struct {
+    struct coll_tp_ctx *ctx;
+    int                 access; /* IBV_ACCESS_* */
+} coll_ib_mr_cookie_t;
+
+/* A send waiting for credits or in flight: fragments are produced from it in order. Kind DATA
+ * carries op's bytes; RTS announces op's registered buffer (one fragment; op completes at the
+ * FIN); FIN is a control fragment without op, answering the peer's RTS. */
+enum { COLL_IB_SREQ_DATA = 0, COLL_IB_SREQ_RTS, COLL_IB_SREQ_FIN };
+struct coll_ib_mreg;
 typedef struct coll_ib_sreq {
     coll_tp_op_t        *op;
     size_t               off;     /* next byte to fragment */
     int                  pending; /* fragments posted, not yet completed */
+    int                  kind;    /* COLL_IB_SREQ_* */
+    int                  fin;     /* RTS: the receiver's FIN arrived */
+    uint64_t             tag;     /* RTS, FIN */
+    uint64_t             total;   /* RTS, FIN */
+    coll_ib_rts_t        rts;     /* RTS: the buffer */
+    struct coll_ib_mreg *reg;     /* RTS: its registration */
     struct coll_ib_sreq *next;
+    struct coll_ib_sreq *rv_next; /* RTS: in ep->rv_head until complete */
 } coll_ib_sreq_t;
+
+/* A receive being filled by RDMA READs from the sender's buffer (ib_rndv.c). */
+typedef struct coll_ib_rjob {
+    struct coll_ib_ep   *ep;
+    coll_tp_op_t        *op;
+    uint64_t             raddr;
+    uint32_t             rkey;
+    size_t               off;         /* next byte to read */
+    int                  outstanding; /* READs posted, not completed */
+    coll_result_t        status;
+    struct coll_ib_mreg *reg; /* copy receives: op->buf's registration */
+    uint32_t             lkey;
+    struct coll_ib_rjob *next;
+} coll_ib_rjob_t;
+
+/* An RTS whose receive is not posted yet. */
+typedef struct coll_ib_rts_rec {
+    uint64_t                tag, total;
+    coll_ib_rts_t           rts;
+    struct coll_ib_rts_rec *next;
+} coll_ib_rts_rec_t;
 
 typedef struct {
     coll_ib_ep_t      *ep;
@@ -98,6 +149,7 @@ typedef struct {
     int      rnext;     /* next remote slot */
     int      credits;   /* free remote slots */
     int      to_return; /* slots consumed here, not yet returned as credits */
+    int      nreads;    /* RDMA READs posted on it, not completed */
 } coll_ib_qp_t;
 
 struct coll_ib_ep {
@@ -110,6 +162,8 @@ struct coll_ib_ep {
     coll_ib_sreq_t     *sq_head, *sq_tail; /* sends waiting for fragments to go out */
     coll_result_t       failed;
     int                 sock; /* bootstrap: the socket of the exchange, kept to see the peer die */
+    coll_ib_sreq_t     *rv_head;  /* rendezvous sends waiting for their FIN */
+    coll_ib_rts_rec_t  *rts_head; /* RTS waiting for their receives, in arrival order */
 };
 
 struct coll_tp_ctx {
@@ -142,6 +196,19 @@ struct coll_tp_ctx {
     coll_ib_sreq_t *sfree;
     coll_ib_qp_t  **qtab; /* every QP set up, by gidx */
     int             nq;
+    /* rendezvous (ib_rndv.c) */
+    size_t              rndv_min; /* sends of at least this go by RDMA READ; 0 never */
+    int                 rd_depth; /* READs in flight per QP */
+    struct coll_ib_mrc *mrc;      /* registrations of send buffers (remote read) */
+    struct coll_ib_mrc *mrc_recv; /* of receive buffers (local write) */
+    coll_ib_mr_cookie_t mr_cookie[2];
+    coll_ib_rjob_t     *rjobs; /* receives being read */
+    struct coll_ib_rd  *rd;    /* READ descriptors, rd_n of them */
+    int                 rd_n, rd_free;
+    char               *bounce; /* reducing receives read pieces into it */
+    struct ibv_mr      *bounce_mr;
+    uint32_t            bounce_free; /* bit i: piece i is free */
+    uint64_t            rndv_sends, rndv_recvs;
 };
 
 extern const coll_transport_ops_t coll_tp_ib_ops;
@@ -168,12 +235,27 @@ coll_result_t coll_ib_boot_connect_all(struct coll_tp_ctx *ctx, const int *peers
 void          coll_ib_boot_liveness(struct coll_tp_ctx *ctx);
 /* ib_ep.c: data */
 struct ibv_qp_init_attr coll_ib_qp_attr(const struct coll_tp_ctx *ctx); /* RC, our CQ, inline */
-coll_result_t coll_ib_qp_setup(coll_ib_qp_t *q); /* rings + posted receives, after the QP */
-void          coll_ib_qp_ready(coll_ib_qp_t *q, uint64_t raddr, uint32_t rkey);
-void          coll_ib_ep_destroy(coll_ib_ep_t *ep);
-void          coll_ib_ep_fail(coll_ib_ep_t *ep, const char *why);
-coll_result_t coll_ib_isend(coll_tp_ep_t *ep, coll_tp_op_t *op);
-coll_result_t coll_ib_irecv(coll_tp_ep_t *ep, coll_tp_op_t *op);
-int           coll_ib_poll_cq(struct coll_tp_ctx *ctx);
+coll_result_t   coll_ib_qp_setup(coll_ib_qp_t *q); /* rings + posted receives, after the QP */
+void            coll_ib_qp_ready(coll_ib_qp_t *q, uint64_t raddr, uint32_t rkey);
+void            coll_ib_ep_destroy(coll_ib_ep_t *ep);
+void            coll_ib_ep_fail(coll_ib_ep_t *ep, const char *why);
+coll_result_t   coll_ib_isend(coll_tp_ep_t *ep, coll_tp_op_t *op);
+coll_result_t   coll_ib_irecv(coll_tp_ep_t *ep, coll_tp_op_t *op);
+int             coll_ib_poll_cq(struct coll_tp_ctx *ctx);
+void            coll_ib_sreq_finish(coll_ib_ep_t *ep, coll_ib_sreq_t *s, coll_result_t st);
+coll_result_t   coll_ib_sq_add(coll_ib_ep_t *ep, coll_ib_sreq_t *s); /* queue and push */
+coll_ib_sreq_t *coll_ib_sreq_new(struct coll_tp_ctx *ctx);
+/* ib_rndv.c: zero-copy rendezvous for large messages (RTS, RDMA READ, FIN) */
+/* wr_id of a READ: this bit, the QP's gidx << 20, the descriptor */
+#define COLL_IB_WR_READ ((uint64_t)1 << 63)
+coll_result_t coll_ib_rndv_init(struct coll_tp_ctx *ctx);
+void          coll_ib_rndv_fini(struct coll_tp_ctx *ctx);
+int           coll_ib_rndv_send(coll_ib_ep_t *ep, coll_tp_op_t *op); /* 1: taken as RTS */
+coll_result_t coll_ib_rndv_post(coll_ib_ep_t *ep, coll_tp_op_t *op, int *taken_p);
+void          coll_ib_rndv_on_ctl(coll_ib_qp_t *q, const coll_ib_frag_t *h, const char *payload);
+void          coll_ib_rndv_read_done(struct coll_tp_ctx *ctx, const struct ibv_wc *wc);
+int           coll_ib_rndv_progress(struct coll_tp_ctx *ctx);
+/* ep failed (gone = 0: its QPs may still flush completions) or is destroyed (gone = 1) */
+void coll_ib_rndv_ep_fail(coll_ib_ep_t *ep, coll_result_t st, int gone);
 
 #endif

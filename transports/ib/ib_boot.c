@@ -99,7 +99,8 @@ static coll_result_t boot_qp_create(coll_ib_qp_t *q)
     }
     struct ibv_qp_attr init = {.qp_state        = IBV_QPS_INIT,
                                .port_num        = (uint8_t)ctx->port,
-                               .qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE};
+                               .qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+                                                  IBV_ACCESS_REMOTE_READ};
     int                err  = ibv_modify_qp(q->qp, &init,
                                             IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
     if (err != 0) {
@@ -159,7 +160,7 @@ static coll_result_t boot_qp_connect(coll_ib_qp_t *q, const ib_hello_t *h, const
            .path_mtu           = (enum ibv_mtu)(h->mtu < ctx->mtu ? h->mtu : ctx->mtu),
            .dest_qp_num        = r->qpn,
            .rq_psn             = r->psn,
-           .max_dest_rd_atomic = 1,
+           .max_dest_rd_atomic = (uint8_t)ctx->rd_depth,
            .min_rnr_timer      = 12,
            .ah_attr            = {.dlid      = h->lid,
                                   .port_num  = (uint8_t)ctx->port,
@@ -176,7 +177,7 @@ static coll_result_t boot_qp_connect(coll_ib_qp_t *q, const ib_hello_t *h, const
                                     .retry_cnt     = 7,
                                     .rnr_retry     = 7,
                                     .sq_psn        = q->psn,
-                                    .max_rd_atomic = 1};
+                                    .max_rd_atomic = (uint8_t)ctx->rd_depth};
         err  = ibv_modify_qp(q->qp, &a,
                              IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
                                  IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);

@@ -121,13 +121,13 @@ static coll_ib_conn_t conn_info(const coll_ib_qp_t *q)
                             .ring_addr = (uint64_t)(uintptr_t)q->ring};
 }
 
-static void conn_param(struct rdma_conn_param *p, const coll_ib_conn_t *c)
+static void conn_param(struct rdma_conn_param *p, const coll_ib_conn_t *c, int rd_depth)
 {
     memset(p, 0, sizeof(*p));
     p->private_data        = c;
     p->private_data_len    = sizeof(*c);
-    p->responder_resources = 1;
-    p->initiator_depth     = 1;
+    p->responder_resources = (uint8_t)rd_depth; /* RDMA READs of the rendezvous (ib_rndv.c) */
+    p->initiator_depth     = (uint8_t)rd_depth;
     p->retry_count         = 7;
     p->rnr_retry_count     = 7;
 }
@@ -160,7 +160,7 @@ static void on_request(struct coll_tp_ctx *ctx, struct rdma_cm_event *ev)
     }
     coll_ib_conn_t         mine = conn_info(q);
     struct rdma_conn_param p;
-    conn_param(&p, &mine);
+    conn_param(&p, &mine, ctx->rd_depth);
     if (rdma_accept(ev->id, &p) != 0) {
         coll_ib_ep_fail(q->ep, "rdma_accept failed");
     }
@@ -186,7 +186,7 @@ static void on_event(struct coll_tp_ctx *ctx, struct rdma_cm_event *ev)
         }
         coll_ib_conn_t         mine = conn_info(q);
         struct rdma_conn_param p;
-        conn_param(&p, &mine);
+        conn_param(&p, &mine, ctx->rd_depth);
         if (rdma_connect(ev->id, &p) != 0) {
             coll_ib_ep_fail(q->ep, "rdma_connect failed");
         }

@@ -3,6 +3,7 @@
 #include "config.h"
 
 #include "ib.h"
+#include "ib_mr.h"
 
 #include <arpa/inet.h>
 #include <stdlib.h>
@@ -29,14 +30,15 @@ static coll_ib_qp_t *wr_qp(struct coll_tp_ctx *ctx, uint64_t id)
 
 struct ibv_qp_init_attr coll_ib_qp_attr(const struct coll_tp_ctx *ctx)
 {
-    return (struct ibv_qp_init_attr){.send_cq = ctx->cq,
-                                     .recv_cq = ctx->cq,
-                                     .qp_type = IBV_QPT_RC,
-                                     .cap     = {.max_send_wr     = (uint32_t)ctx->slots + 16,
-                                                 .max_recv_wr     = 2 * (uint32_t)ctx->slots + 16,
-                                                 .max_send_sge    = 1,
-                                                 .max_recv_sge    = 1,
-                                                 .max_inline_data = (uint32_t)ctx->max_inline}};
+    return (struct ibv_qp_init_attr){
+        .send_cq = ctx->cq,
+        .recv_cq = ctx->cq,
+        .qp_type = IBV_QPT_RC,
+        .cap     = {.max_send_wr     = (uint32_t)(ctx->slots + 16 + COLL_IB_RD_DEPTH),
+                    .max_recv_wr     = 2 * (uint32_t)ctx->slots + 16,
+                    .max_send_sge    = 1,
+                    .max_recv_sge    = 1,
+                    .max_inline_data = (uint32_t)ctx->max_inline}};
 }
 
 /* The QP is connected to the peer's ring: it may send, with a full ring of credits. */
@@ -87,13 +89,58 @@ coll_result_t coll_ib_qp_setup(coll_ib_qp_t *q)
     return COLL_OK;
 }
 
-static void sreq_finish(coll_ib_ep_t *ep, coll_ib_sreq_t *s, coll_result_t st)
+/* Bytes of the message a send request fragments (control requests: none). */
+static size_t sreq_len(const coll_ib_sreq_t *s)
+{
+    return s->kind == COLL_IB_SREQ_DATA ? s->op->len : 0;
+}
+
+coll_ib_sreq_t *coll_ib_sreq_new(struct coll_tp_ctx *ctx)
+{
+    coll_ib_sreq_t *s = ctx->sfree;
+    if (s != NULL) {
+        ctx->sfree = s->next;
+    } else if ((s = coll_malloc(sizeof(*s), "ib send")) == NULL) {
+        return NULL;
+    }
+    *s = (coll_ib_sreq_t){0};
+    return s;
+}
+
+void coll_ib_sreq_finish(coll_ib_ep_t *ep, coll_ib_sreq_t *s, coll_result_t st)
 {
     coll_tp_op_t *op = s->op;
-    op->bytes        = st == COLL_OK ? op->len : 0;
-    s->next          = ep->ctx->sfree;
-    ep->ctx->sfree   = s;
-    op->done(op->arg, st);
+    if (s->reg != NULL) {
+        coll_ib_mrc_put(ep->ctx->mrc, s->reg);
+    }
+    s->next        = ep->ctx->sfree;
+    ep->ctx->sfree = s;
+    if (op != NULL) {
+        op->bytes = st == COLL_OK ? op->len : 0;
+        op->done(op->arg, st);
+    }
+}
+
+/* A posted fragment of s completed (or failed): the request ends when every fragment is out
+ * and done, an RTS only once its FIN came too. */
+static void sreq_fragment_done(coll_ib_ep_t *ep, coll_ib_sreq_t *s, coll_result_t st)
+{
+    if (--s->pending > 0 || s->off <= sreq_len(s)) {
+        return;
+    }
+    if (s->kind != COLL_IB_SREQ_RTS || st != COLL_OK) {
+        if (s->kind == COLL_IB_SREQ_RTS) { /* failed: off the list of those waiting for FIN */
+            for (coll_ib_sreq_t **pp = &ep->rv_head; *pp != NULL; pp = &(*pp)->rv_next) {
+                if (*pp == s) {
+                    *pp = s->rv_next;
+                    break;
+                }
+            }
+        }
+        coll_ib_sreq_finish(ep, s, st);
+    } else if (s->fin != 0) { /* -1: the endpoint failed meanwhile */
+        coll_ib_sreq_finish(ep, s, s->fin > 0 ? COLL_OK : COLL_ERR_TRANSPORT);
+    }
 }
 
 void coll_ib_ep_fail(coll_ib_ep_t *ep, const char *why)
@@ -107,9 +154,17 @@ void coll_ib_ep_fail(coll_ib_ep_t *ep, const char *why)
     while (ep->sq_head != NULL) {
         coll_ib_sreq_t *s = ep->sq_head;
         ep->sq_head       = s->next;
-        sreq_finish(ep, s, COLL_ERR_TRANSPORT);
+        if (s->kind == COLL_IB_SREQ_RTS) {
+            continue; /* also in ep->rv_head: coll_ib_rndv_ep_fail's */
+        }
+        if (s->pending == 0) { /* else its completions (flushed) finish it */
+            coll_ib_sreq_finish(ep, s, COLL_ERR_TRANSPORT);
+        } else {
+            s->off = sreq_len(s) + 1;
+        }
     }
     ep->sq_tail = NULL;
+    coll_ib_rndv_ep_fail(ep, COLL_ERR_TRANSPORT, 0);
     coll_tp_match_fini(&ep->match, COLL_ERR_TRANSPORT);
     coll_tp_match_init(&ep->match, ep->base.peer, "ib");
 }
@@ -139,16 +194,25 @@ static void push(coll_ib_ep_t *ep)
         if (q == NULL) {
             return;
         }
-        size_t         n    = s->op->len - s->off < max ? s->op->len - s->off : max;
+        size_t         len  = sreq_len(s);
+        size_t         n    = len - s->off < max ? len - s->off : max;
         int            slot = q->snext;
         char          *buf  = q->sbuf + (size_t)slot * ctx->slot_size;
         coll_ib_frag_t h    = {.magic = COLL_IB_FRAG_MAGIC,
                                .len   = (uint32_t)n,
-                               .tag   = s->op->tag,
-                               .total = s->op->len,
+                               .tag   = s->kind == COLL_IB_SREQ_DATA ? s->op->tag : s->tag,
+                               .total = s->kind == COLL_IB_SREQ_DATA ? len : s->total,
                                .off   = s->off};
+        if (s->kind == COLL_IB_SREQ_DATA) {
+            memcpy(buf + sizeof(h), (const char *)s->op->buf + s->off, n);
+        } else if (s->kind == COLL_IB_SREQ_RTS) { /* one fragment: the buffer's address */
+            h.magic = COLL_IB_RTS_MAGIC;
+            h.len   = (uint32_t)(n = sizeof(s->rts));
+            memcpy(buf + sizeof(h), &s->rts, sizeof(s->rts));
+        } else {
+            h.magic = COLL_IB_FIN_MAGIC;
+        }
         memcpy(buf, &h, sizeof(h));
-        memcpy(buf + sizeof(h), (const char *)s->op->buf + s->off, n);
         struct ibv_sge sge = {
             .addr = (uintptr_t)buf, .length = (uint32_t)(sizeof(h) + n), .lkey = q->sbuf_mr->lkey};
         struct ibv_send_wr wr = {.wr_id      = wr_make(q, (uint32_t)slot),
@@ -173,14 +237,14 @@ static void push(coll_ib_ep_t *ep)
         q->rnext = (q->rnext + 1) % ctx->slots;
         q->credits--;
         s->pending++;
-        s->off += n;
-        if (s->off >= s->op->len) { /* every fragment is out: off the queue */
+        s->off += s->kind == COLL_IB_SREQ_DATA ? n : 0;
+        if (s->off >= len) { /* every fragment is out: off the queue */
             ep->sq_head = s->next;
             if (ep->sq_head == NULL) {
                 ep->sq_tail = NULL;
             }
             s->next = NULL;
-            s->off  = s->op->len + 1; /* marks "fully fragmented" */
+            s->off  = len + 1; /* marks "fully fragmented" */
         }
     }
 }
@@ -196,13 +260,20 @@ coll_result_t coll_ib_isend(coll_tp_ep_t *tep, coll_tp_op_t *op)
         op->done(op->arg, ep->failed);
         return COLL_OK;
     }
-    coll_ib_sreq_t *s = ep->ctx->sfree;
-    if (s != NULL) {
-        ep->ctx->sfree = s->next;
-    } else if ((s = coll_malloc(sizeof(*s), "ib send")) == NULL) {
+    if (coll_ib_rndv_send(ep, op)) {
+        return COLL_OK;
+    }
+    coll_ib_sreq_t *s = coll_ib_sreq_new(ep->ctx);
+    if (s == NULL) {
         return COLL_ERR_NO_MEMORY;
     }
-    *s = (coll_ib_sreq_t){.op = op};
+    s->op = op;
+    return coll_ib_sq_add(ep, s);
+}
+
+coll_result_t coll_ib_sq_add(coll_ib_ep_t *ep, coll_ib_sreq_t *s)
+{
+    s->next = NULL;
     if (ep->sq_tail != NULL) {
         ep->sq_tail->next = s;
     } else {
@@ -215,12 +286,14 @@ coll_result_t coll_ib_isend(coll_tp_ep_t *tep, coll_tp_op_t *op)
 
 coll_result_t coll_ib_irecv(coll_tp_ep_t *tep, coll_tp_op_t *op)
 {
-    coll_ib_ep_t *ep = (coll_ib_ep_t *)tep;
+    coll_ib_ep_t *ep    = (coll_ib_ep_t *)tep;
+    int           taken = 0;
     if (ep->failed != COLL_OK) {
         op->done(op->arg, ep->failed);
         return COLL_OK;
     }
-    return coll_tp_match_post(&ep->match, op);
+    COLL_CHECK(coll_ib_rndv_post(ep, op, &taken));
+    return taken ? COLL_OK : coll_tp_match_post(&ep->match, op);
 }
 
 /* Return consumed slots to the sender once half a ring is used (or at once when it stalls). */
@@ -255,6 +328,13 @@ static void on_fragment(coll_ib_qp_t *q, uint32_t slot)
     }
     const char *buf = q->ring + (size_t)slot * ctx->slot_size;
     memcpy(&h, buf, sizeof(h));
+    if ((h.magic == COLL_IB_RTS_MAGIC && h.len == sizeof(coll_ib_rts_t)) ||
+        (h.magic == COLL_IB_FIN_MAGIC && h.len == 0)) {
+        coll_ib_rndv_on_ctl(q, &h, buf + sizeof(h));
+        q->to_return++;
+        return_credits(q, 0);
+        return;
+    }
     if (h.magic != COLL_IB_FRAG_MAGIC || h.len > ctx->slot_size - sizeof(h) ||
         h.total > COLL_IB_MAX_MSG || h.off > h.total || h.len > h.total - h.off) {
         coll_ib_ep_fail(q->ep, "corrupt fragment header");
@@ -275,6 +355,11 @@ int coll_ib_poll_cq(struct coll_tp_ctx *ctx)
     int           n, moved = 0;
     while ((n = ibv_poll_cq(ctx->cq, 32, wc)) > 0) {
         for (int i = 0; i < n; i++) {
+            if (wc[i].wr_id & COLL_IB_WR_READ) {
+                coll_ib_rndv_read_done(ctx, &wc[i]);
+                moved++;
+                continue;
+            }
             coll_ib_qp_t *q    = wr_qp(ctx, wc[i].wr_id);
             uint32_t      kind = (uint32_t)(wc[i].wr_id & 0xfffffu);
             if (q == NULL) {
@@ -290,9 +375,7 @@ int coll_ib_poll_cq(struct coll_tp_ctx *ctx)
                     coll_ib_sreq_t *s = q->sowner[kind];
                     q->sowner[kind]   = NULL;
                     q->sfree++;
-                    if (--s->pending == 0 && s->off > s->op->len) {
-                        sreq_finish(ep, s, COLL_ERR_TRANSPORT);
-                    }
+                    sreq_fragment_done(ep, s, COLL_ERR_TRANSPORT);
                 }
                 continue;
             }
@@ -309,13 +392,14 @@ int coll_ib_poll_cq(struct coll_tp_ctx *ctx)
                 coll_ib_sreq_t *s = q->sowner[kind];
                 q->sowner[kind]   = NULL;
                 q->sfree++;
-                if (s != NULL && --s->pending == 0 && s->off > s->op->len) {
-                    sreq_finish(ep, s, COLL_OK);
+                if (s != NULL) {
+                    sreq_fragment_done(ep, s, COLL_OK);
                 }
             }
             push(ep);
         }
     }
+    moved += coll_ib_rndv_progress(ctx);
     /* a sender that is out of credits may wait on slots we hold back: return them when idle */
     for (int r = 0; moved == 0 && r < ctx->nranks; r++) {
         for (int k = 0; ctx->eps[r] != NULL && k < ctx->nqps; k++) {
@@ -329,6 +413,19 @@ int coll_ib_poll_cq(struct coll_tp_ctx *ctx)
 
 void coll_ib_ep_destroy(coll_ib_ep_t *ep)
 {
+    /* the QPs go: no completion will come for what they carry */
+    for (int k = 0; k < ep->ctx->nqps; k++) {
+        for (int i = 0; ep->qps[k].sowner != NULL && i < ep->ctx->slots; i++) {
+            coll_ib_sreq_t *s = ep->qps[k].sowner[i];
+            if (s != NULL) {
+                ep->qps[k].sowner[i] = NULL;
+                s->pending--;
+                if (s->pending == 0 && s->off > sreq_len(s) && s->kind != COLL_IB_SREQ_RTS) {
+                    coll_ib_sreq_finish(ep, s, COLL_ERR_ABORTED);
+                }
+            }
+        }
+    }
     for (int k = 0; k < ep->ctx->nqps; k++) {
         coll_ib_qp_t *q = &ep->qps[k];
         if (q->qp != NULL) {
@@ -358,8 +455,11 @@ void coll_ib_ep_destroy(coll_ib_ep_t *ep)
     while (ep->sq_head != NULL) {
         coll_ib_sreq_t *s = ep->sq_head;
         ep->sq_head       = s->next;
-        sreq_finish(ep, s, COLL_ERR_ABORTED);
+        if (s->kind != COLL_IB_SREQ_RTS) { /* those are in ep->rv_head too */
+            coll_ib_sreq_finish(ep, s, COLL_ERR_ABORTED);
+        }
     }
+    coll_ib_rndv_ep_fail(ep, COLL_ERR_ABORTED, 1);
     coll_tp_match_fini(&ep->match, COLL_ERR_ABORTED);
     coll_free(ep);
 }
