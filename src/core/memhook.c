@@ -31,7 +31,18 @@
 #include <unistd.h>
 
 #define MEMHOOK_EXPORT __attribute__((visibility("default")))
-#define MEMHOOK_MAX    64
+/* A sanitizer's runtime intercepts these calls itself, and needs its own to run from the first
+ * one (a definition of mmap in an executable built with -fsanitize=thread crashes it at start):
+ * sanitizer builds have no hooks, and their caches stay off. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define MEMHOOK_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) ||                         \
+    __has_feature(memory_sanitizer)
+#define MEMHOOK_SANITIZED 1
+#endif
+#endif
+#define MEMHOOK_MAX 64
 
 typedef int (*memhook_munmap_fn_t)(void *addr, size_t len);
 typedef void *(*memhook_mremap_fn_t)(void *old, size_t old_len, size_t new_len, int flags, ...);
@@ -116,6 +127,7 @@ void coll_memhook_remove(coll_memhook_fn_t fn, void *arg)
 }
 
 /* ---- the interposers ---- */
+#ifndef MEMHOOK_SANITIZED
 
 static int memhook_call_munmap(void *addr, size_t len)
 {
@@ -277,12 +289,22 @@ __attribute__((constructor)) static void memhook_resolve(void)
     pthread_atfork(memhook_fork_prepare, memhook_fork_parent, memhook_fork_child);
 }
 
+#endif /* MEMHOOK_SANITIZED */
+
 /* ---- is anyone listening? ---- */
 
 static pthread_once_t memhook_check_once = PTHREAD_ONCE_INIT;
 static int            memhook_is_effective;
 static char           memhook_why[320];
 
+#ifdef MEMHOOK_SANITIZED
+static void memhook_check(void)
+{
+    snprintf(memhook_why, sizeof(memhook_why),
+             "libcoll was built with a sanitizer, whose interceptors of munmap, mremap, "
+             "madvise and mmap come first: it has no memory hooks");
+}
+#else
 static void memhook_check(void)
 {
     const struct {
@@ -313,6 +335,7 @@ static void memhook_check(void)
     }
     memhook_is_effective = 1;
 }
+#endif
 
 int coll_memhook_effective(const char **why_p)
 {
