@@ -49,14 +49,6 @@ typedef void *(*memhook_mremap_fn_t)(void *old, size_t old_len, size_t new_len, 
 typedef int (*memhook_madvise_fn_t)(void *addr, size_t len, int advice);
 typedef void *(*memhook_mmap_fn_t)(void *addr, size_t len, int prot, int flags, int fd, off_t off);
 
-/* The next definitions in lookup order (libc's); NULL until the constructor ran, and then the
- * raw system call stands in. */
-static _Atomic(memhook_munmap_fn_t)  memhook_real_munmap;
-static _Atomic(memhook_mremap_fn_t)  memhook_real_mremap;
-static _Atomic(memhook_madvise_fn_t) memhook_real_madvise;
-static _Atomic(memhook_mmap_fn_t)    memhook_real_mmap;
-static _Atomic(memhook_mmap_fn_t)    memhook_real_mmap64;
-
 static struct {
     coll_memhook_fn_t fn;
     void             *arg;
@@ -65,34 +57,7 @@ static int             memhook_n;      /* entries of memhook_table, under memhoo
 static atomic_int      memhook_active; /* copy of memhook_n read without the lock */
 static pthread_mutex_t memhook_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* Set while this thread resolves symbols or runs callbacks: its own unmaps skip the hooks.
- * Read only once a callback exists (memhook_wanted), so that reaching it (a dlopen'ed
- * library's TLS may be allocated on first use) happens outside the fast path. Not
- * initial-exec: a library dlopen'ed late (from Python) finds no static TLS left. */
-static __thread int memhook_busy;
-
 /* ---- callbacks ---- */
-
-static inline int memhook_wanted(size_t len)
-{
-    return atomic_load_explicit(&memhook_active, memory_order_relaxed) != 0 && len != 0 &&
-           memhook_busy == 0;
-}
-
-static void memhook_notify(uintptr_t start, size_t len)
-{
-    int saved_errno = errno;
-    int i;
-
-    memhook_busy = 1;
-    pthread_mutex_lock(&memhook_lock);
-    for (i = 0; i < memhook_n; i++) {
-        memhook_table[i].fn(memhook_table[i].arg, start, len);
-    }
-    pthread_mutex_unlock(&memhook_lock);
-    memhook_busy = 0;
-    errno        = saved_errno;
-}
 
 int coll_memhook_add(coll_memhook_fn_t fn, void *arg)
 {
@@ -128,6 +93,41 @@ void coll_memhook_remove(coll_memhook_fn_t fn, void *arg)
 
 /* ---- the interposers ---- */
 #ifndef MEMHOOK_SANITIZED
+
+/* The next definitions in lookup order (libc's); NULL until the constructor ran, and then the
+ * raw system call stands in. */
+static _Atomic(memhook_munmap_fn_t)  memhook_real_munmap;
+static _Atomic(memhook_mremap_fn_t)  memhook_real_mremap;
+static _Atomic(memhook_madvise_fn_t) memhook_real_madvise;
+static _Atomic(memhook_mmap_fn_t)    memhook_real_mmap;
+static _Atomic(memhook_mmap_fn_t)    memhook_real_mmap64;
+
+/* Set while this thread resolves symbols or runs callbacks: its own unmaps skip the hooks.
+ * Read only once a callback exists (memhook_wanted), so that reaching it (a dlopen'ed
+ * library's TLS may be allocated on first use) happens outside the fast path. Not
+ * initial-exec: a library dlopen'ed late (from Python) finds no static TLS left. */
+static __thread int memhook_busy;
+
+static inline int memhook_wanted(size_t len)
+{
+    return atomic_load_explicit(&memhook_active, memory_order_relaxed) != 0 && len != 0 &&
+           memhook_busy == 0;
+}
+
+static void memhook_notify(uintptr_t start, size_t len)
+{
+    int saved_errno = errno;
+    int i;
+
+    memhook_busy = 1;
+    pthread_mutex_lock(&memhook_lock);
+    for (i = 0; i < memhook_n; i++) {
+        memhook_table[i].fn(memhook_table[i].arg, start, len);
+    }
+    pthread_mutex_unlock(&memhook_lock);
+    memhook_busy = 0;
+    errno        = saved_errno;
+}
 
 static int memhook_call_munmap(void *addr, size_t len)
 {
