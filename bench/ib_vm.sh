@@ -5,7 +5,7 @@
 # interleaved over ROUNDS rounds. CONFIGS picks them: TRANSPORT[-CM][-copy], where -copy sets
 # COLL_IB_RNDV_MIN=0 (every message copied through the slot rings, no rendezvous) and -nocache
 # COLL_IB_REG_CACHE=0 (rendezvous buffers registered and deregistered per message), e.g.
-# CONFIGS="ib-rdmacm ib-rdmacm-copy ib-rdmacm-nocache tcp". Run from the build tree (after make):
+# CONFIGS="ib-rdmacm ib-rdmacm-copy ib-rdmacm-nocache tcp"; MINB sets the smallest size (8). Run from the build tree (after make):
 #   bash tests/rdma/run-in-rxe-vm.sh --timeout 1800 "$PWD" "sh bench/ib_vm.sh rdma-run/bench"
 # Writes OUT/<coll>-<config>-<round>.txt (collbench's table) and OUT/vm.txt (kernel, device).
 # Soft-RoCE is the CPU emulating a NIC: the figures say nothing about real RDMA hardware.
@@ -29,7 +29,7 @@ for r in $(seq 1 "$rounds"); do
             COLL_TRANSPORT=$tp COLL_IB_CM=$cm COLL_IB_RNDV_MIN=$rndv COLL_IB_REG_CACHE=$cache \
                 timeout 600 \
                 ./collrun -n 2 ./collbench -C "$coll" \
-                -b 8 -e 16M -f 2 -n 10 -w 2 >"$out/$coll-$cfg-$r.txt" 2>&1
+                -b "${MINB:-8}" -e 16M -f 2 -n 10 -w 2 >"$out/$coll-$cfg-$r.txt" 2>&1
             echo "$coll $cfg round $r: exit $?"
         done
     done

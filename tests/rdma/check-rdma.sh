@@ -11,8 +11,9 @@
 # connection manager (tests/rdma/two_node.sh), so packets cross between two GIDs.
 # Prints one line per run; exits 1 on a failure, 77 when the VM cannot be had here (qemu or
 # busybox missing, or the VM did not boot). RDMA_TESTS picks programs (NAME runs with every
-# COLL_IB_CM in RDMA_CMS, NAME@CM with that one); the emulated CPU makes the whole matrix take
-# 15 to 35 minutes, as loaded as the host is (see README).
+# COLL_IB_CM in RDMA_CMS, NAME@CM with that one; NAME+rndv sets COLL_IB_RNDV_MIN=1, so that
+# every message goes by rendezvous: test_failures+rndv kills ranks amid RDMA READs); the
+# emulated CPU makes the whole matrix take 15 to 35 minutes, as loaded as the host is (README).
 set -u
 top=$(pwd)
 src=$(cd "${srcdir:-$(dirname "$0")/../..}" && pwd)
@@ -28,7 +29,7 @@ for p in qemu-system-x86_64 busybox cpio; do
 done
 cms=${RDMA_CMS:-"rdmacm bootstrap"}
 grep -q "define HAVE_RDMACM 1" "$top/config.h" || cms=$(echo "$cms" | sed 's/rdmacm//')
-names=${RDMA_TESTS:-"test_allreduce test_reduce_scatter test_allgather test_broadcast test_reduce test_alltoall test_p2p test_failures gid_error"}
+names=${RDMA_TESTS:-"test_allreduce test_reduce_scatter test_allgather test_broadcast test_reduce test_alltoall test_p2p test_failures test_failures+rndv gid_error"}
 tests=
 for t in $names; do
     case $t in
@@ -52,8 +53,10 @@ for t in $tests; do
     if [ \$t = gid_error ]; then
         sh "$src/tests/rdma/gid_error.sh" > $work/\$t.log 2>&1
     else
-        COLL_IB_CM=\${t#*@} COLL_TEST_TRANSPORTS=ib COLL_DEBUG=none timeout 900 \\
-            ./tests/mp/\${t%@*} > $work/\$t.log 2>&1
+        p=\${t%@*} rndv=64k
+        case \$p in *+rndv) p=\${p%+rndv} rndv=1 ;; esac
+        COLL_IB_CM=\${t#*@} COLL_IB_RNDV_MIN=\$rndv COLL_TEST_TRANSPORTS=ib COLL_DEBUG=none \\
+            timeout 900 ./tests/mp/\$p > $work/\$t.log 2>&1
     fi
     rc=\$?
     echo "check-rdma: \$t over ib: \$(grep -E 'passed|failed' $work/\$t.log | tail -1) (exit \$rc, \$(( \$(date +%s) - s )) s)"

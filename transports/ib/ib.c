@@ -449,7 +449,8 @@ const coll_transport_ops_t coll_tp_ib_ops = {
     .abi  = COLL_TRANSPORT_ABI,
     .name = "ib",
     .desc =
-        "InfiniBand/RoCE verbs: RC QPs by rdma_cm or bootstrap, RDMA WRITE with immediate, credits",
+        "InfiniBand/RoCE verbs: RC QPs by rdma_cm or bootstrap, RDMA WRITE with immediate and "
+        "credits, RDMA READ rendezvous from registered (cached) user buffers",
     .caps        = COLL_TP_CAP_HOST_MEM | COLL_TP_CAP_RDMA,
     .usable      = ib_usable,
     .init        = ib_init,
