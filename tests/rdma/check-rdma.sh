@@ -12,8 +12,10 @@
 # Prints one line per run; exits 1 on a failure, 77 when the VM cannot be had here (qemu or
 # busybox missing, or the VM did not boot). RDMA_TESTS picks programs (NAME runs with every
 # COLL_IB_CM in RDMA_CMS, NAME@CM with that one; NAME+rndv sets COLL_IB_RNDV_MIN=1, so that
-# every message goes by rendezvous: test_failures+rndv kills ranks amid RDMA READs); the
-# emulated CPU makes the whole matrix take 15 to 35 minutes, as loaded as the host is (README).
+# every message goes by rendezvous: test_failures+rndv kills ranks amid RDMA READs; ucx/NAME runs
+# NAME over the ucx transport on UCX's rc_verbs, tcp carrying only its wireup and keepalive, where
+# libcoll has UCX); the emulated CPU makes the whole matrix take 15 to 40 minutes, as loaded as
+# the host is (README).
 set -u
 top=$(pwd)
 src=$(cd "${srcdir:-$(dirname "$0")/../..}" && pwd)
@@ -29,11 +31,12 @@ for p in qemu-system-x86_64 busybox cpio; do
 done
 cms=${RDMA_CMS:-"rdmacm bootstrap"}
 grep -q "define HAVE_RDMACM 1" "$top/config.h" || cms=$(echo "$cms" | sed 's/rdmacm//')
-names=${RDMA_TESTS:-"test_allreduce test_reduce_scatter test_allgather test_broadcast test_reduce test_alltoall test_p2p test_failures test_failures+rndv gid_error"}
+names=${RDMA_TESTS:-"test_allreduce test_reduce_scatter test_allgather test_broadcast test_reduce test_alltoall test_p2p test_failures test_failures+rndv gid_error ucx/test_p2p ucx/test_alltoall ucx/test_broadcast ucx/test_allgather ucx/test_failures"}
 tests=
 for t in $names; do
     case $t in
     gid_error) tests="$tests $t" ;;
+    ucx/*) grep -q "define HAVE_UCX 1" "$top/config.h" && tests="$tests $t" ;;
     *@rdmacm) case $cms in *rdmacm*) tests="$tests $t" ;; esac ;;
     *@*) tests="$tests $t" ;;
     *) for c in $cms; do tests="$tests $t@$c"; done ;;
@@ -50,17 +53,23 @@ ibv_devinfo -d rxe0 | grep -E "hca_id|state|link_layer" | sed 's/^/check-rdma: /
 fail=0
 for t in $tests; do
     s=\$(date +%s)
+    log=$work/\$(echo \$t | tr / -).log
     if [ \$t = gid_error ]; then
-        sh "$src/tests/rdma/gid_error.sh" > $work/\$t.log 2>&1
+        sh "$src/tests/rdma/gid_error.sh" > \$log 2>&1
+    elif [ "\${t#ucx/}" != \$t ]; then # UCX's rc_verbs on rxe0 (its tcp only for wireup)
+        UCX_TLS=rc_verbs,tcp,self UCX_NET_DEVICES=rxe0:1,eth0 UCX_LOG_LEVEL=fatal \\
+            COLL_TEST_TRANSPORTS=ucx COLL_DEBUG=none timeout 900 ./tests/mp/\${t#ucx/} > \$log 2>&1
     else
         p=\${t%@*} rndv=64k
         case \$p in *+rndv) p=\${p%+rndv} rndv=1 ;; esac
         COLL_IB_CM=\${t#*@} COLL_IB_RNDV_MIN=\$rndv COLL_TEST_TRANSPORTS=ib COLL_DEBUG=none \\
-            timeout 900 ./tests/mp/\$p > $work/\$t.log 2>&1
+            timeout 900 ./tests/mp/\$p > \$log 2>&1
     fi
     rc=\$?
-    echo "check-rdma: \$t over ib: \$(grep -E 'passed|failed' $work/\$t.log | tail -1) (exit \$rc, \$(( \$(date +%s) - s )) s)"
-    [ \$rc = 0 ] || { grep -E "^FAIL|assert" $work/\$t.log | head -5; fail=1; }
+    over=ib
+    [ "\${t#ucx/}" != \$t ] && over="ucx (rc_verbs)"
+    echo "check-rdma: \$t over \$over: \$(grep -E 'passed|failed' \$log | tail -1) (exit \$rc, \$(( \$(date +%s) - s )) s)"
+    [ \$rc = 0 ] || { grep -E "^FAIL|assert" \$log | head -5; fail=1; }
 done
 grep -h "^PASS: kill" $work/test_failures@*.log 2>/dev/null | sed 's/^/check-rdma: /'
 exit \$fail
@@ -88,7 +97,7 @@ fi
 ok=0
 [ $two = 0 ] || ok=1
 for t in $tests; do
-    grep -qE "^[0-9]+ passed, 0 failed" "$work/$t.log" 2>/dev/null || ok=1
+    grep -qE "^[0-9]+ passed, 0 failed" "$work/$(echo "$t" | tr / -).log" 2>/dev/null || ok=1
 done
 rm -rf "$work"
 exit $ok
