@@ -448,10 +448,9 @@ static void ib_ep_close(coll_tp_ep_t *tep)
 const coll_transport_ops_t coll_tp_ib_ops = {
     .abi  = COLL_TRANSPORT_ABI,
     .name = "ib",
-    .desc =
-        "InfiniBand/RoCE verbs: RC QPs by rdma_cm or bootstrap, RDMA WRITE with immediate and "
-        "credits, RDMA READ rendezvous from registered (cached) user buffers",
-    .caps        = COLL_TP_CAP_HOST_MEM | COLL_TP_CAP_RDMA,
+    .desc = "InfiniBand/RoCE verbs: RC QPs by rdma_cm or bootstrap, RDMA WRITE with immediate and "
+            "credits, RDMA READ rendezvous from registered (cached) user buffers",
+    .caps = COLL_TP_CAP_HOST_MEM | COLL_TP_CAP_RDMA,
     .usable      = ib_usable,
     .init        = ib_init,
     .finalize    = ib_finalize,

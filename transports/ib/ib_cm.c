@@ -161,6 +161,13 @@ static void on_request(struct coll_tp_ctx *ctx, struct rdma_cm_event *ev)
     coll_ib_conn_t         mine = conn_info(q);
     struct rdma_conn_param p;
     conn_param(&p, &mine, ctx->rd_depth);
+    /* no more READs either way than the requester can take or issue */
+    if (p.responder_resources > ev->param.conn.initiator_depth) {
+        p.responder_resources = ev->param.conn.initiator_depth;
+    }
+    if (p.initiator_depth > ev->param.conn.responder_resources) {
+        p.initiator_depth = ev->param.conn.responder_resources;
+    }
     if (rdma_accept(ev->id, &p) != 0) {
         coll_ib_ep_fail(q->ep, "rdma_accept failed");
     }

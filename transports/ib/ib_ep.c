@@ -420,7 +420,10 @@ void coll_ib_ep_destroy(coll_ib_ep_t *ep)
             if (s != NULL) {
                 ep->qps[k].sowner[i] = NULL;
                 s->pending--;
-                if (s->pending == 0 && s->off > sreq_len(s) && s->kind != COLL_IB_SREQ_RTS) {
+                /* an RTS still waiting for its FIN (fin 0) is in ep->rv_head: the rendezvous
+                 * code finishes it; one whose FIN came (1) or whose endpoint failed (-1) is not */
+                if (s->pending == 0 && s->off > sreq_len(s) &&
+                    (s->kind != COLL_IB_SREQ_RTS || s->fin != 0)) {
                     coll_ib_sreq_finish(ep, s, COLL_ERR_ABORTED);
                 }
             }

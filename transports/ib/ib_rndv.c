@@ -70,17 +70,21 @@ coll_result_t coll_ib_rndv_init(struct coll_tp_ctx *ctx)
                   ctx->devname);
         ctx->rd_depth = 1;
         ctx->rndv_min = 0;
-    }
-    if (ctx->rndv_min == 0) {
         return COLL_OK;
     }
-    int    on         = (int)coll_param_int(COLL_P_IB_REG_CACHE);
-    int    entries    = (int)coll_param_int(COLL_P_IB_REG_CACHE_ENTRIES);
-    size_t bytes      = coll_param_size(COLL_P_IB_REG_CACHE_BYTES);
-    ctx->mr_cookie[0] = (coll_ib_mr_cookie_t){ctx, IBV_ACCESS_REMOTE_READ};
-    ctx->mr_cookie[1] = (coll_ib_mr_cookie_t){ctx, IBV_ACCESS_LOCAL_WRITE};
-    COLL_CHECK(coll_ib_mrc_create(&mr_ops, &ctx->mr_cookie[0], entries, bytes, on, &ctx->mrc));
-    COLL_CHECK(coll_ib_mrc_create(&mr_ops, &ctx->mr_cookie[1], entries, bytes, on, &ctx->mrc_recv));
+    /* Receiving by rendezvous is always ready (a peer may have another COLL_IB_RNDV_MIN): the
+     * descriptors and the bounce buffer. Buffers are registered through the caches (receive
+     * buffers: else read through the bounce buffer) only where this rank sends that way. */
+    if (ctx->rndv_min > 0) {
+        int    on         = (int)coll_param_int(COLL_P_IB_REG_CACHE);
+        int    entries    = (int)coll_param_int(COLL_P_IB_REG_CACHE_ENTRIES);
+        size_t bytes      = coll_param_size(COLL_P_IB_REG_CACHE_BYTES);
+        ctx->mr_cookie[0] = (coll_ib_mr_cookie_t){ctx, IBV_ACCESS_REMOTE_READ};
+        ctx->mr_cookie[1] = (coll_ib_mr_cookie_t){ctx, IBV_ACCESS_LOCAL_WRITE};
+        COLL_CHECK(coll_ib_mrc_create(&mr_ops, &ctx->mr_cookie[0], entries, bytes, on, &ctx->mrc));
+        COLL_CHECK(
+            coll_ib_mrc_create(&mr_ops, &ctx->mr_cookie[1], entries, bytes, on, &ctx->mrc_recv));
+    }
     ctx->rd     = coll_calloc(RD_POOL, sizeof(*ctx->rd), "ib READ descriptors");
     ctx->bounce = coll_malloc((size_t)BOUNCE_N * BOUNCE_PIECE, "ib bounce buffer");
     if (ctx->rd == NULL || ctx->bounce == NULL) {
@@ -103,7 +107,7 @@ coll_result_t coll_ib_rndv_init(struct coll_tp_ctx *ctx)
                "rank %d: sends of %zu bytes and more by RDMA READ, %d in flight per QP, "
                "registration cache %s",
                ctx->rank, ctx->rndv_min, ctx->rd_depth,
-               coll_ib_mrc_enabled(ctx->mrc) ? "on" : "off");
+               ctx->mrc != NULL && coll_ib_mrc_enabled(ctx->mrc) ? "on" : "off");
     return COLL_OK;
 }
 
@@ -158,9 +162,12 @@ int coll_ib_rndv_send(coll_ib_ep_t *ep, coll_tp_op_t *op)
     s->total = op->len;
     s->rts =
         (coll_ib_rts_t){.addr = (uint64_t)(uintptr_t)op->buf, .rkey = ((struct ibv_mr *)mr)->rkey};
-    s->reg      = reg;
-    s->rv_next  = ep->rv_head;
-    ep->rv_head = s;
+    s->reg              = reg;
+    coll_ib_sreq_t **pp = &ep->rv_head; /* in order: a FIN completes the oldest match */
+    while (*pp != NULL) {
+        pp = &(*pp)->rv_next;
+    }
+    *pp = s;
     ctx->rndv_sends++;
     coll_ib_sq_add(ep, s);
     return 1;
@@ -310,7 +317,7 @@ static void job_start(coll_ib_ep_t *ep, coll_tp_op_t *op, const coll_ib_rts_t *r
     }
     *job     = (coll_ib_rjob_t){.ep = ep, .op = op, .raddr = rts->addr, .rkey = rts->rkey};
     op->next = NULL;
-    if (op->operand == NULL &&
+    if (op->operand == NULL && ctx->mrc_recv != NULL &&
         coll_ib_mrc_get(ctx->mrc_recv, op->buf, op->len, &job->reg, &mr) == COLL_OK) {
         job->lkey = ((struct ibv_mr *)mr)->lkey;
     } else {
@@ -345,6 +352,11 @@ void coll_ib_rndv_on_ctl(coll_ib_qp_t *q, const coll_ib_frag_t *h, const char *p
     }
     coll_ib_rts_t rts;
     coll_tp_op_t *op;
+    if (ep->ctx->rd == NULL) {
+        coll_ib_ep_fail(ep, "it sends by rendezvous (RDMA READ), which this rank's device cannot "
+                            "serve: set COLL_IB_RNDV_MIN=0 on every rank");
+        return;
+    }
     memcpy(&rts, payload, sizeof(rts));
     if (h->total > COLL_IB_MAX_MSG ||
         coll_tp_match_take(&ep->match, h->tag, (size_t)h->total, &op) != COLL_OK) {
