@@ -113,11 +113,11 @@ coll_result_t coll_ib_rndv_init(struct coll_tp_ctx *ctx)
 
 void coll_ib_rndv_fini(struct coll_tp_ctx *ctx)
 {
-    uint64_t h = 0, m = 0, e = 0, inv = 0, h2 = 0, m2 = 0;
+    uint64_t h = 0, m = 0, h2 = 0, m2 = 0;
     if (ctx->mrc != NULL) {
-        coll_ib_mrc_stats(ctx->mrc, &h, &m, &e, &inv);
-        if (ctx->mrc_recv != NULL) {
-            coll_ib_mrc_stats(ctx->mrc_recv, &h2, &m2, &e, &inv);
+        coll_ib_mrc_stats(ctx->mrc, &h, &m, NULL, NULL);
+        if (ctx->mrc_recv != NULL) { /* its creation may have failed */
+            coll_ib_mrc_stats(ctx->mrc_recv, &h2, &m2, NULL, NULL);
         }
         coll_debug(IB,
                    "rank %d: %" PRIu64 " sends and %" PRIu64 " receives by RDMA READ; "
