@@ -213,7 +213,32 @@ static int soak_killed(int rank, int n, coll_comm_t *comm, void *arg)
     }
     fclose(f);
     ASSERT_OK(coll_barrier(comm)); /* every rank listed its segments */
-    if (rank == n - 1) {
+    /* The barrier returning here says every rank entered it, not that every rank has seen it
+     * complete: the last rank dies only once the others say they are past it. */
+    char passed[256];
+    snprintf(passed, sizeof(passed), "%s.passed", list);
+    if (rank < n - 1) {
+        f = fopen(passed, "a");
+        ASSERT_TRUE(f != NULL);
+        fprintf(f, "%d\n", rank);
+        fclose(f);
+    } else {
+        int seen = 0;
+        for (int tries = 0; seen < n - 1 && tries < 30000; tries++) {
+            int r;
+            seen = 0;
+            f    = fopen(passed, "r");
+            while (f != NULL && fscanf(f, "%d", &r) == 1) {
+                seen++;
+            }
+            if (f != NULL) {
+                fclose(f);
+            }
+            if (seen < n - 1) {
+                usleep(1000);
+            }
+        }
+        ASSERT_EQ(seen, n - 1);
         raise(SIGKILL);
     }
     coll_result_t st = coll_allreduce(&x, &y, 1, COLL_INT32, COLL_SUM, comm);
@@ -303,5 +328,8 @@ int main(int argc, char **argv)
            rc != 0 || left != 0 || listed == 0 ? "FAIL" : "PASS", listed, left);
     failed += rc != 0 || left != 0 || listed == 0;
     unlink(list);
+    char passed[256];
+    snprintf(passed, sizeof(passed), "%s.passed", list);
+    unlink(passed);
     return failed != 0;
 }
