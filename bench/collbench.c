@@ -28,6 +28,7 @@ typedef struct {
     int          rank, nranks;
     char        *salloc, *ralloc;   /* buffers with their guard zones */
     char        *dsalloc, *dralloc; /* --memory cuda: their device twins */
+    coll_reg_t  *sreg, *rreg;       /* -R: their registrations */
     void        *stream;
     double       table[CB_PERIOD];
     cb_out_t     out; /* CSV and JSON files (rank 0) */
@@ -64,6 +65,8 @@ static void cb_usage(FILE *f, const char *prog)
             "  -r, --root R             root of broadcast/reduce, or all (default 0)\n"
             "  -M, --memory host|cuda   buffers in host or CUDA device memory; with cuda the\n"
             "                           calls are enqueued on a stream (default host)\n"
+            "  -R, --local_register N   1 or 2: host buffers from coll_mem_alloc, registered\n"
+            "                           with coll_comm_register (default 0: malloc'ed)\n"
             "  -a, --average N          time across ranks: 0 rank 0, 1 avg, 2 min, 3 max "
             "(default 1)\n"
             "  -z, --blocking N         1: barrier after every iteration, 3: likewise but not "
@@ -135,6 +138,7 @@ static const struct option cb_longopts[] = {{"coll", required_argument, NULL, 'C
                                             {"nthreads", required_argument, NULL, 't'},
                                             {"ngpus", required_argument, NULL, 'g'},
                                             {"memory", required_argument, NULL, 'M'},
+                                            {"local_register", required_argument, NULL, 'R'},
                                             {"help", no_argument, NULL, 'h'},
                                             {NULL, 0, NULL, 0}};
 
@@ -152,6 +156,7 @@ static const struct {
     {'z', 0, 3, offsetof(cb_opts_t, blocking)},
     {'T', 0, 1 << 30, offsetof(cb_opts_t, timeout)},
     {'f', 0, 1 << 20, offsetof(cb_opts_t, stepfactor)},
+    {'R', 0, 2, offsetof(cb_opts_t, reg)},
 };
 
 /* One option that is not an integer; returns 1 if it is bad. */
@@ -242,7 +247,7 @@ static int cb_parse_args(int argc, char **argv, cb_opts_t *o)
     o->warmup = o->check = o->cycles = o->average = 1;
     o->dtype                                      = COLL_FLOAT32;
     o->op                                         = COLL_SUM;
-    while ((c = getopt_long(argc, argv, "C:b:e:i:f:n:w:N:c:o:d:r:a:z:T:A:J:t:g:M:h", cb_longopts,
+    while ((c = getopt_long(argc, argv, "C:b:e:i:f:n:w:N:c:o:d:r:a:z:T:A:J:t:g:M:R:h", cb_longopts,
                             NULL)) != -1) {
         if (c == 'h') {
             cb_usage(stdout, prog);
@@ -399,7 +404,10 @@ static void cb_print_ranks(cb_ctx_t *x)
     }
     for (r = 0; x->rank == 0 && r < x->nranks; r++) {
         memcpy(&pid, all + r * 64 + 56, sizeof(pid));
-        cb_out_rank(r, pid, all + r * 64, x->o.cuda ? cb_cuda_device_name() : "host memory");
+        cb_out_rank(r, pid, all + r * 64,
+                    x->o.cuda  ? cb_cuda_device_name()
+                    : x->o.reg ? "host memory, registered"
+                               : "host memory");
     }
     free(all);
 }
@@ -627,7 +635,25 @@ static void cb_alloc(cb_ctx_t *x)
     size_t len = x->o.maxbytes + 2 * CB_GUARD_BYTES;
     void  *s = NULL, *r = NULL;
 
-    if (posix_memalign(&s, 4096, len) != 0 || posix_memalign(&r, 4096, len) != 0) {
+    if (x->o.reg) { /* -R: shareable memory, registered with the communicator */
+        coll_result_t res = coll_mem_alloc(&s, len);
+        if (res == COLL_OK) {
+            res = coll_mem_alloc(&r, len);
+        }
+        if (res != COLL_OK) {
+            fprintf(stderr, "collbench: rank %d: coll_mem_alloc of %zu bytes: %s\n", x->rank, len,
+                    coll_last_error());
+            coll_comm_abort(x->comm);
+            exit(1);
+        }
+        res = coll_comm_register(x->comm, s, len, &x->sreg);
+        if (res == COLL_OK) {
+            res = coll_comm_register(x->comm, r, len, &x->rreg);
+        }
+        if (res != COLL_OK) {
+            cb_fail(x, "coll_comm_register", res);
+        }
+    } else if (posix_memalign(&s, 4096, len) != 0 || posix_memalign(&r, 4096, len) != 0) {
         fprintf(stderr, "collbench: rank %d: cannot allocate 2 x %zu bytes\n", x->rank, len);
         coll_comm_abort(x->comm);
         exit(1);
@@ -716,8 +742,15 @@ int main(int argc, char **argv)
     if (x.rank == 0) {
         cb_out_footer(&x.out, x.errors, x.bw_count > 0 ? x.bw_sum / (double)x.bw_count : 0);
     }
-    free(x.salloc);
-    free(x.ralloc);
+    if (x.o.reg) {
+        coll_comm_deregister(x.comm, x.sreg);
+        coll_comm_deregister(x.comm, x.rreg);
+        coll_mem_free(x.salloc);
+        coll_mem_free(x.ralloc);
+    } else {
+        free(x.salloc);
+        free(x.ralloc);
+    }
     res = coll_finalize();
     if (res < 0) {
         fprintf(stderr, "collbench: rank %d: coll_finalize failed: %s\n", x.rank,

@@ -135,6 +135,7 @@ typedef struct {
     int              dtype, op, root;               /* -d -o -r; -1 means all */
     const char      *algo, *csv, *json;             /* -A --csv -J, or NULL */
     int              cuda;                          /* -M cuda: buffers in device memory */
+    int              reg; /* -R 1|2: buffers from coll_mem_alloc, registered (coll_comm_register) */
     double           bound_gbs; /* --bound GB/s: print % of the memory-bandwidth bound; 0 off */
 } cb_opts_t;
 

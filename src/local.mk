@@ -12,7 +12,8 @@ COLL_LIB_SOURCES += \
     src/engine/window.c src/engine/small.c src/engine/diag.h src/engine/diag.c src/engine/stats.c src/api/diag.c \
     src/api/comm.h src/api/comm.c src/api/colls.c src/api/check.c src/api/check.h \
     src/api/request.c src/api/init.c src/api/shrink.c src/api/info.c src/api/tune.h src/api/tune.c \
-    src/api/tune_topo.c
+    src/api/tune_topo.c src/api/mem.h src/api/mem.c src/api/register.h src/api/register.c \
+    src/engine/direct.c
 
 # Topology: the host model, links between devices, and its two sources (hwloc when configure
 # found it, else sysfs).

@@ -64,6 +64,17 @@ static coll_result_t colls_start_ex(coll_comm_t *comm, const char *fn, coll_args
         pthread_mutex_unlock(&comm->lock);
         return st;
     }
+    if (blocking && coll_direct_eligible(comm, a)) { /* registered buffers (src/engine/direct.c) */
+        st = coll_direct_run(comm, a, sendbuf, recvbuf);
+        if (st != COLL_INPROGRESS) {
+            if (st != COLL_OK) {
+                coll_engine_fail_all(comm, st);
+                st = coll_set_last_error(st, "%s", comm->last_error);
+            }
+            pthread_mutex_unlock(&comm->lock);
+            return st;
+        }
+    }
     st = coll_engine_start(comm, a, sendbuf, recvbuf, &req);
     pthread_mutex_unlock(&comm->lock);
     if (st == COLL_OK) {

@@ -5,6 +5,7 @@
  * sticky error state with its message.
  */
 #include "api/comm.h"
+#include "api/register.h"
 #include "cuda/cuda.h"
 #include "api/tune.h"
 #include "topo/local.h"
@@ -308,6 +309,7 @@ static void comm_free(coll_comm_t *comm)
         }
     }
     coll_engine_free_zombies(comm);
+    coll_reg_free_all(comm);
     coll_engine_cache_clear(comm);
     coll_diag_stats_free(comm);
     pthread_mutex_destroy(&comm->lock);

@@ -83,6 +83,13 @@ struct coll_comm {
 
     struct coll_cuda_comm *cuda; /* device operations (src/cuda/), made at the first one */
 
+    /* registered buffers (src/api/register.c), numbered alike on every rank */
+    struct coll_reg **regs;          /* by number; NULL once deregistered */
+    int               nregs;         /* numbers given */
+    int               regs_cap;      /* entries of regs */
+    int               regs_live;     /* not deregistered */
+    uint32_t          direct_logged; /* bit by collective: the direct path was logged */
+
     /* errors: first failure wins and is sticky */
     atomic_int    aborted;
     atomic_int    revoked;

@@ -91,6 +91,26 @@ int coll_small_eligible(coll_comm_t *comm, coll_args_t *a);
 /* Run it; lock held, arguments checked. */
 coll_result_t coll_small_allreduce(coll_comm_t *comm, const coll_args_t *a, const void *sendbuf,
                                    void *recvbuf);
+/* small.c: the slots' rounds, for other calls that use them (direct.c, src/api/register.c); comm
+ * locked, windows up (comm->win_tp >= 0 with small_* ops). begin numbers the call and shows it
+ * to the diagnosis; a round copies len (<= COLL_TP_SMALL_MAX) bytes of payload and a's
+ * description into the own slot, publishes it and waits for every rank's (timeouts and dead
+ * ranks fail the communicator); the payloads stay readable (coll_small_payload) until the next
+ * round; check compares every rank's count, dtype and op with a's; end records the arrival. */
+void          coll_small_begin(coll_comm_t *comm, const coll_args_t *a);
+coll_result_t coll_small_round(coll_comm_t *comm, const coll_args_t *a, const void *payload,
+                               size_t len, int *parity_p, double *t0_p);
+const void   *coll_small_payload(coll_comm_t *comm, int rank, int parity);
+coll_result_t coll_small_check(coll_comm_t *comm, int parity, const coll_args_t *a);
+void          coll_small_end(coll_comm_t *comm, const coll_args_t *a, double t0, coll_result_t st);
+
+/* direct.c: blocking all-reduce, reduce-scatter and all-gather on buffers every rank registered
+ * (coll_comm_register): eligible is equal on every rank; run returns COLL_INPROGRESS, having
+ * done nothing but a round of the slots, when some rank's buffers are not registered (the call
+ * then goes to the engine on every rank). */
+int           coll_direct_eligible(coll_comm_t *comm, coll_args_t *a);
+coll_result_t coll_direct_run(coll_comm_t *comm, const coll_args_t *a, const void *sendbuf,
+                              void *recvbuf);
 /* Sleep in the transports for at most slice_s (lock held). */
 void coll_engine_block(coll_comm_t *comm, double slice_s);
 /* One progress pass over every transport and active request (comm->lock held). */

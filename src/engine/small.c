@@ -130,47 +130,58 @@ static coll_result_t small_wait(coll_comm_t *comm, const coll_comm_tp_t *tp, int
     }
 }
 
-coll_result_t coll_small_allreduce(coll_comm_t *comm, const coll_args_t *a, const void *sendbuf,
-                                   void *recvbuf)
+void coll_small_begin(coll_comm_t *comm, const coll_args_t *a)
 {
-    const coll_comm_tp_t *tp     = &comm->tp[comm->win_tp];
-    size_t                esize  = coll_dtype_size(a->dtype);
-    size_t                bytes  = a->count * esize;
-    int                   parity = (int)(comm->small_calls & 1);
-    uint64_t              stamp  = ((comm->small_calls + 1) << 8) | coll_diag_fp8(a);
-    coll_tp_small_t      *mine   = tp->ops->small_slot(tp->ctx, comm->rank, parity);
-    double                t0     = 0.0; /* when the wait began, if it was long enough to tell */
-    coll_result_t         st;
-
     comm->small_seq    = comm->coll_seq++;
     comm->small_args   = *a;
     comm->small_active = 1;
+}
+
+coll_result_t coll_small_round(coll_comm_t *comm, const coll_args_t *a, const void *payload,
+                               size_t len, int *parity_p, double *t0_p)
+{
+    const coll_comm_tp_t *tp     = &comm->tp[comm->win_tp];
+    int                   parity = (int)(comm->small_calls & 1);
+    uint64_t              stamp  = ((comm->small_calls + 1) << 8) | coll_diag_fp8(a);
+    coll_tp_small_t      *mine   = tp->ops->small_slot(tp->ctx, comm->rank, parity);
+    double                t0     = 0.0;
+    coll_result_t         st;
+
     comm->small_calls++;
-    memcpy(mine->data, a->in_place ? recvbuf : sendbuf, bytes);
+    memcpy(mine->data, payload, len);
     mine->count = a->count;
     mine->dtype = (int32_t)a->dtype;
     mine->op    = (int32_t)a->op;
     atomic_store_explicit(&mine->stamp, stamp, memory_order_release);
     tp->ops->small_publish(tp->ctx);
+    st        = small_wait(comm, tp, parity, stamp, &t0);
+    *parity_p = parity;
+    if (t0 > 0.0 && *t0_p == 0.0) {
+        *t0_p = t0;
+    }
+    return st;
+}
 
-    st = small_wait(comm, tp, parity, stamp, &t0);
+const void *coll_small_payload(coll_comm_t *comm, int rank, int parity)
+{
+    const coll_comm_tp_t *tp = &comm->tp[comm->win_tp];
+    return tp->ops->small_slot(tp->ctx, rank, parity)->data;
+}
+
+coll_result_t coll_small_check(coll_comm_t *comm, int parity, const coll_args_t *a)
+{
+    const coll_comm_tp_t *tp = &comm->tp[comm->win_tp];
+    coll_result_t         st = COLL_OK;
+
     for (int r = 0; r < comm->nranks && st == COLL_OK; r++) {
         st = small_compare(comm, r, tp->ops->small_slot(tp->ctx, r, parity), a);
     }
-    if (st == COLL_OK) { /* x0 op x1 op ... in rank order, the same on every rank */
-        const void  *x0 = tp->ops->small_slot(tp->ctx, 0, parity)->data;
-        const void  *x1 = tp->ops->small_slot(tp->ctx, 1, parity)->data;
-        coll_redop_t op = (a->op == COLL_AVG) ? COLL_SUM : a->op;
+    return st;
+}
 
-        coll_reduce3(a->dtype, op, recvbuf, x0, x1, a->count);
-        for (int r = 2; r < comm->nranks; r++) {
-            coll_reduce3(a->dtype, op, recvbuf, recvbuf,
-                         tp->ops->small_slot(tp->ctx, r, parity)->data, a->count);
-        }
-        if (a->op == COLL_AVG) {
-            coll_reduce_div(a->dtype, recvbuf, a->count, comm->nranks);
-        }
-        /* arrival statistics: a rank that found every input there waited ~0 */
+void coll_small_end(coll_comm_t *comm, const coll_args_t *a, double t0, coll_result_t st)
+{
+    if (st == COLL_OK) { /* arrival statistics: a rank that found every input there waited ~0 */
         if (t0 > 0.0) {
             comm->last_progress = coll_time_s();
         }
@@ -178,5 +189,35 @@ coll_result_t coll_small_allreduce(coll_comm_t *comm, const coll_args_t *a, cons
     }
     comm->small_active  = 0;
     comm->small_waiting = -1;
+}
+
+coll_result_t coll_small_allreduce(coll_comm_t *comm, const coll_args_t *a, const void *sendbuf,
+                                   void *recvbuf)
+{
+    size_t        bytes  = a->count * coll_dtype_size(a->dtype);
+    int           parity = 0;
+    double        t0     = 0.0; /* when the wait began, if it was long enough to tell */
+    coll_result_t st;
+
+    coll_small_begin(comm, a);
+    st = coll_small_round(comm, a, a->in_place ? recvbuf : sendbuf, bytes, &parity, &t0);
+    if (st == COLL_OK) {
+        st = coll_small_check(comm, parity, a);
+    }
+    if (st == COLL_OK) { /* x0 op x1 op ... in rank order, the same on every rank */
+        const void  *x0 = coll_small_payload(comm, 0, parity);
+        const void  *x1 = coll_small_payload(comm, 1, parity);
+        coll_redop_t op = (a->op == COLL_AVG) ? COLL_SUM : a->op;
+
+        coll_reduce3(a->dtype, op, recvbuf, x0, x1, a->count);
+        for (int r = 2; r < comm->nranks; r++) {
+            coll_reduce3(a->dtype, op, recvbuf, recvbuf, coll_small_payload(comm, r, parity),
+                         a->count);
+        }
+        if (a->op == COLL_AVG) {
+            coll_reduce_div(a->dtype, recvbuf, a->count, comm->nranks);
+        }
+    }
+    coll_small_end(comm, a, t0, st);
     return st;
 }

@@ -1,0 +1,213 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The direct path: blocking all-reduce, reduce-scatter and all-gather among ranks of one host
+ * whose buffers every rank registered (coll_comm_register), so that every rank has the others'
+ * buffers mapped. No staging and no messages: each rank reads what it needs from the peers'
+ * buffers and writes only its own.
+ *
+ *   all-reduce      rank r reduces slice r of every rank's input, in rank order, into slice r of
+ *                   its output; once every rank has, it copies the other slices from their
+ *                   owners' outputs. Per rank: reads n/n + 1 - 1/n of S, writes S (2 ranks: the
+ *                   bound's reads and writes plus S/2 read).
+ *   reduce-scatter  rank r reduces block r of every rank's input into its output.
+ *   all-gather      rank r copies every rank's input into its output.
+ *
+ * Rounds of the small-call slots (src/engine/small.c) order it: the first publishes where each
+ * rank's buffers are (registration number and offset) and the set of registrations it holds;
+ * unless every rank's buffers are registered in a set that every rank holds, every rank leaves
+ * for the engine together. One more round between the all-reduce's two phases, and a last one
+ * before returning, so that no rank's buffers change while another still reads them. Timeouts
+ * and dead ranks are those of the slots' waits. In place works as a slice is written only by the
+ * rank that owns it, which no other rank reads before the next round.
+ */
+#include "engine.h"
+#include "api/register.h"
+#include "compiler.h"
+#include "error.h"
+#include "log.h"
+#include "param.h"
+#include "reduce/reduce.h"
+#include "util.h"
+
+#include <string.h>
+
+#define DIRECT_BLOCK          32768 /* bytes reduced from every input while they stay in the cache */
+#define COLL_MAX_LOCAL_DIRECT 256   /* ranks; more take the engine */
+
+typedef struct direct_desc {
+    int32_t  coll;
+    int32_t  in_reg;  /* registration number of the input, -1: not registered */
+    int32_t  out_reg; /* of the output */
+    int32_t  pad;
+    uint64_t in_off;
+    uint64_t out_off;
+    uint64_t live; /* the registrations this rank holds (a hash of their numbers) */
+} direct_desc_t;
+
+int coll_direct_eligible(coll_comm_t *comm, coll_args_t *a)
+{
+    const coll_comm_tp_t *tp;
+    size_t                bytes = a->count * coll_dtype_size(a->dtype);
+
+    if ((a->coll != COLL_OP_ALLREDUCE && a->coll != COLL_OP_REDUCE_SCATTER &&
+         a->coll != COLL_OP_ALLGATHER) ||
+        a->device || comm->regs_live == 0 || comm->win_tp < 0 || comm->nranks < 2 || bytes == 0 ||
+        bytes < coll_param_size(COLL_P_DIRECT_MIN) || !coll_param_bool(COLL_P_DIRECT)) {
+        return 0;
+    }
+    tp = &comm->tp[comm->win_tp];
+    if (tp->ops->small_slot == NULL || tp->ops->small_poll == NULL ||
+        tp->ops->small_publish == NULL) {
+        return 0;
+    }
+    a->layout = &comm->layout;
+    return strcmp(comm->algo_override, "auto") == 0 ||
+           !coll_algo_overridden(comm->nranks, a, comm->algo_override);
+}
+
+static uint64_t direct_live(const coll_comm_t *comm)
+{
+    uint64_t h = 0x6c69766572656773ull;
+    for (int i = 0; i < comm->nregs; i++) {
+        if (comm->regs[i] != NULL) {
+            h = coll_hash64(h ^ (uint64_t)i);
+        }
+    }
+    return h;
+}
+
+/* Where rank q's registered bytes [off, off + len) of registration num are readable here. */
+static const char *direct_at(const coll_comm_t *comm, int q, int32_t num, uint64_t off, size_t len)
+{
+    const coll_reg_t *reg = num >= 0 && num < comm->nregs ? comm->regs[num] : NULL;
+    if (reg == NULL || reg->at[q] == NULL || off > reg->len[q] || len > reg->len[q] - off) {
+        return NULL;
+    }
+    return reg->at[q] + off;
+}
+
+/* dst[0, count) = x[0] op x[1] op ... op x[n - 1], in blocks that stay in the cache. */
+static void direct_reduce(const coll_args_t *a, int n, char *dst, const char *const *x, size_t off,
+                          size_t count)
+{
+    size_t       es    = coll_dtype_size(a->dtype);
+    size_t       block = n == 2 ? count : DIRECT_BLOCK / es;
+    coll_redop_t op    = a->op == COLL_AVG ? COLL_SUM : a->op;
+
+    for (size_t i = 0; i < count; i += block) {
+        size_t m = count - i < block ? count - i : block;
+        size_t b = (off + i) * es;
+        coll_reduce3(a->dtype, op, dst + i * es, x[0] + b, x[1] + b, m);
+        for (int q = 2; q < n; q++) {
+            coll_reduce3(a->dtype, op, dst + i * es, dst + i * es, x[q] + b, m);
+        }
+        if (a->op == COLL_AVG) {
+            coll_reduce_div(a->dtype, dst + i * es, m, n);
+        }
+    }
+}
+
+/* The all-reduce's slice of rank r: [*lo, *hi) elements, 64-byte aligned boundaries. */
+static void direct_slice(const coll_args_t *a, int n, int r, size_t *lo, size_t *hi)
+{
+    size_t unit  = 64 / coll_dtype_size(a->dtype);
+    size_t chunk = (a->count + (size_t)n - 1) / (size_t)n;
+    chunk        = (chunk + unit - 1) / unit * unit;
+    *lo          = (size_t)r * chunk < a->count ? (size_t)r * chunk : a->count;
+    *hi          = *lo + chunk < a->count ? *lo + chunk : a->count;
+}
+
+static void direct_log(coll_comm_t *comm, const coll_args_t *a)
+{
+    if ((comm->direct_logged & (1u << a->coll)) == 0) {
+        comm->direct_logged |= 1u << a->coll;
+        coll_info(ALGO, "rank %d: %s of %zu bytes (%s): direct, registered buffers", comm->rank,
+                  coll_op_name(a->coll), a->count * coll_dtype_size(a->dtype),
+                  coll_dtype_name(a->dtype));
+    }
+}
+
+coll_result_t coll_direct_run(coll_comm_t *comm, const coll_args_t *a, const void *sendbuf,
+                              void *recvbuf)
+{
+    int           n = comm->nranks, me = comm->rank, parity = 0;
+    size_t        es  = coll_dtype_size(a->dtype);
+    size_t        in  = a->count * es * (a->coll == COLL_OP_REDUCE_SCATTER ? (size_t)n : 1);
+    size_t        out = a->count * es * (a->coll == COLL_OP_ALLGATHER ? (size_t)n : 1);
+    direct_desc_t mine, d;
+    const char   *xin[COLL_MAX_LOCAL_DIRECT], *xout[COLL_MAX_LOCAL_DIRECT];
+    double        t0 = 0.0;
+    coll_result_t st;
+    int           ok = n <= COLL_MAX_LOCAL_DIRECT;
+
+    memset(&mine, 0, sizeof(mine));
+    mine.coll    = (int32_t)a->coll;
+    mine.in_reg  = -1;
+    mine.out_reg = -1;
+    mine.live    = direct_live(comm);
+    if (ok && coll_reg_find(comm, sendbuf, in, &mine.in_reg, &mine.in_off)) {
+        coll_reg_find(comm, recvbuf, out, &mine.out_reg, &mine.out_off);
+    }
+
+    coll_small_begin(comm, a);
+    st = coll_small_round(comm, a, &mine, sizeof(mine), &parity, &t0);
+    if (st == COLL_OK) {
+        st = coll_small_check(comm, parity, a);
+    }
+    for (int q = 0; q < n && st == COLL_OK; q++) { /* every descriptor read before the next round */
+        memcpy(&d, coll_small_payload(comm, q, parity), sizeof(d));
+        if (d.coll != mine.coll) {
+            st = coll_comm_fail(comm, COLL_ERR_MISMATCH,
+                                "rank %d: %s op #%u on registered buffers: rank %d called %s", me,
+                                coll_op_name(a->coll), comm->small_seq, q,
+                                d.coll >= 0 && d.coll < COLL_OP_COUNT ? coll_op_name(d.coll)
+                                                                      : "something else");
+            break;
+        }
+        if (!ok || d.live != mine.live) {
+            ok = 0;
+            continue;
+        }
+        xin[q]  = direct_at(comm, q, d.in_reg, d.in_off, in);
+        xout[q] = direct_at(comm, q, d.out_reg, d.out_off, out);
+        ok &= xin[q] != NULL && xout[q] != NULL;
+    }
+    if (st != COLL_OK || !ok) { /* not every rank's buffers: the engine, on every rank */
+        coll_small_end(comm, a, t0, st != COLL_OK ? st : COLL_INPROGRESS);
+        return st != COLL_OK ? st : COLL_INPROGRESS;
+    }
+    direct_log(comm, a);
+
+    switch (a->coll) {
+    case COLL_OP_ALLREDUCE: {
+        size_t lo, hi;
+        direct_slice(a, n, me, &lo, &hi);
+        if (hi > lo) {
+            direct_reduce(a, n, (char *)recvbuf + lo * es, xin, lo, hi - lo);
+        }
+        st = coll_small_round(comm, a, &mine, sizeof(mine), &parity, &t0);
+        for (int k = 1; k < n && st == COLL_OK; k++) {
+            int q = (me + k) % n;
+            direct_slice(a, n, q, &lo, &hi);
+            if (hi > lo) {
+                memcpy((char *)recvbuf + lo * es, xout[q] + lo * es, (hi - lo) * es);
+            }
+        }
+        break;
+    }
+    case COLL_OP_REDUCE_SCATTER:
+        direct_reduce(a, n, recvbuf, xin, (size_t)me * a->count, a->count);
+        break;
+    default: /* all-gather: the peers' inputs, starting past the own block */
+        for (int k = a->in_place ? 1 : 0; k < n; k++) {
+            int q = (me + k) % n;
+            memcpy((char *)recvbuf + (size_t)q * in, xin[q], in);
+        }
+        break;
+    }
+    if (st == COLL_OK) { /* nobody's buffers change while another rank reads them */
+        st = coll_small_round(comm, a, &mine, sizeof(mine), &parity, &t0);
+    }
+    coll_small_end(comm, a, t0, st);
+    return st;
+}
