@@ -1,15 +1,16 @@
 # SPDX-License-Identifier: MIT
 # bench/compare.d/summary.py -- bench/compare's tables: from the raw lines
 # "round tool coll nranks bytes time_us", the median time per (tool, collective, ranks, size),
-# busbw as collbench computes it, the ratio libcoll / best peer per size, a medians CSV and a
-# gnuplot PNG of busbw against size per collective.
+# busbw as collbench computes it, the ratio libcoll / best peer per size (and libcoll-reg /
+# best peer: registered buffers), a medians CSV and a gnuplot PNG of busbw against size per
+# collective.
 # Run: /usr/bin/python3 summary.py RAWFILE OUTDIR
 import os
 import statistics
 import subprocess
 import sys
 
-ORDER = ["libcoll", "ompi", "mpich", "gloo", "torch"]
+ORDER = ["libcoll", "libcoll-reg", "ompi", "mpich", "gloo", "torch"]
 
 
 def bus_factor(coll, n):
@@ -38,8 +39,8 @@ def main(raw, out):
         print("\n## %s, %d ranks, float sum: median time (us) of interleaved rounds, busbw GB/s"
               % (coll, n))
         print("| size (B) | " + " | ".join("%s us | %s GB/s" % (t, t) for t in tools) +
-              " | best peer | libcoll / best peer |")
-        print("|---:|" + "---:|" * (2 * len(tools) + 2))
+              " | best peer | libcoll / best peer | libcoll-reg / best peer |")
+        print("|---:|" + "---:|" * (2 * len(tools) + 3))
         dat = os.path.join(out, "%s_n%d.dat" % (coll, n))
         with open(dat, "w") as d:
             d.write("# size " + " ".join(tools) + "  (busbw GB/s, NaN where not run)\n")
@@ -50,13 +51,13 @@ def main(raw, out):
                     bw = b / v / 1e3 * bus_factor(coll, n) if v else float("nan")
                     bus.append(bw)
                     row.append("%.1f | %.3g" % (v, bw) if v else "- | -")
-                peers = [(med[(coll, n, b, t)], t) for t in tools[1:] if (coll, n, b, t) in med]
-                lib = med.get((coll, n, b, "libcoll"))
-                if peers and lib:
-                    best = min(peers)
-                    ratio = "%s | %.2f" % (best[1], best[0] / lib)
-                else:
-                    ratio = "- | -"
+                peers = [(med[(coll, n, b, t)], t) for t in tools
+                         if not t.startswith("libcoll") and (coll, n, b, t) in med]
+                best = min(peers) if peers else None
+                ratio = best[1] if best else "-"
+                for t in ("libcoll", "libcoll-reg"):
+                    lib = med.get((coll, n, b, t))
+                    ratio += " | %.2f" % (best[0] / lib) if best and lib else " | -"
                 print("| %d | %s | %s |" % (b, " | ".join(row), ratio))
                 d.write("%d %s\n" % (b, " ".join("%.6g" % x for x in bus)))
         png = os.path.join(out, "%s_n%d.png" % (coll, n))

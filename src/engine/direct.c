@@ -86,20 +86,28 @@ static const char *direct_at(const coll_comm_t *comm, int q, int32_t num, uint64
     return reg->at[q] + off;
 }
 
-/* dst[0, count) = x[0] op x[1] op ... op x[n - 1], in blocks that stay in the cache. */
-static void direct_reduce(const coll_args_t *a, int n, char *dst, const char *const *x, size_t off,
-                          size_t count)
+/* dst[0, count) = x[0] op x[1] op ... op x[n - 1] at element off of each input, in blocks
+ * that stay in the cache. In place (dst is x[me] + off) with me >= 2, the own input is copied
+ * aside first: the partial result x[0] op x[1] overwrites it before its turn. */
+static void direct_reduce(const coll_args_t *a, int n, int me, char *dst, const char *const *x,
+                          size_t off, size_t count)
 {
-    size_t       es    = coll_dtype_size(a->dtype);
-    size_t       block = n == 2 ? count : DIRECT_BLOCK / es;
-    coll_redop_t op    = a->op == COLL_AVG ? COLL_SUM : a->op;
+    _Alignas(64) unsigned char own[DIRECT_BLOCK];
+    size_t                     es    = coll_dtype_size(a->dtype);
+    size_t                     block = n == 2 ? count : DIRECT_BLOCK / es;
+    coll_redop_t               op    = a->op == COLL_AVG ? COLL_SUM : a->op;
+    int                        aside = me >= 2 && dst == x[me] + off * es;
 
     for (size_t i = 0; i < count; i += block) {
         size_t m = count - i < block ? count - i : block;
         size_t b = (off + i) * es;
+        if (aside) {
+            memcpy(own, x[me] + b, m * es);
+        }
         coll_reduce3(a->dtype, op, dst + i * es, x[0] + b, x[1] + b, m);
         for (int q = 2; q < n; q++) {
-            coll_reduce3(a->dtype, op, dst + i * es, dst + i * es, x[q] + b, m);
+            coll_reduce3(a->dtype, op, dst + i * es, dst + i * es,
+                         q == me && aside ? (const char *)own : x[q] + b, m);
         }
         if (a->op == COLL_AVG) {
             coll_reduce_div(a->dtype, dst + i * es, m, n);
@@ -145,7 +153,8 @@ coll_result_t coll_direct_run(coll_comm_t *comm, const coll_args_t *a, const voi
     mine.in_reg  = -1;
     mine.out_reg = -1;
     mine.live    = direct_live(comm);
-    if (ok && coll_reg_find(comm, sendbuf, in, &mine.in_reg, &mine.in_off)) {
+    if (ok) {
+        coll_reg_find(comm, sendbuf, in, &mine.in_reg, &mine.in_off);
         coll_reg_find(comm, recvbuf, out, &mine.out_reg, &mine.out_off);
     }
 
@@ -170,7 +179,8 @@ coll_result_t coll_direct_run(coll_comm_t *comm, const coll_args_t *a, const voi
         }
         xin[q]  = direct_at(comm, q, d.in_reg, d.in_off, in);
         xout[q] = direct_at(comm, q, d.out_reg, d.out_off, out);
-        ok &= xin[q] != NULL && xout[q] != NULL;
+        /* the peers read every input, and the all-reduce's outputs */
+        ok &= xin[q] != NULL && (xout[q] != NULL || a->coll != COLL_OP_ALLREDUCE);
     }
     if (st != COLL_OK || !ok) { /* not every rank's buffers: the engine, on every rank */
         coll_small_end(comm, a, t0, st != COLL_OK ? st : COLL_INPROGRESS);
@@ -183,7 +193,7 @@ coll_result_t coll_direct_run(coll_comm_t *comm, const coll_args_t *a, const voi
         size_t lo, hi;
         direct_slice(a, n, me, &lo, &hi);
         if (hi > lo) {
-            direct_reduce(a, n, (char *)recvbuf + lo * es, xin, lo, hi - lo);
+            direct_reduce(a, n, me, (char *)recvbuf + lo * es, xin, lo, hi - lo);
         }
         st = coll_small_round(comm, a, &mine, sizeof(mine), &parity, &t0);
         for (int k = 1; k < n && st == COLL_OK; k++) {
@@ -196,7 +206,7 @@ coll_result_t coll_direct_run(coll_comm_t *comm, const coll_args_t *a, const voi
         break;
     }
     case COLL_OP_REDUCE_SCATTER:
-        direct_reduce(a, n, recvbuf, xin, (size_t)me * a->count, a->count);
+        direct_reduce(a, n, me, recvbuf, xin, (size_t)me * a->count, a->count);
         break;
     default: /* all-gather: the peers' inputs, starting past the own block */
         for (int k = a->in_place ? 1 : 0; k < n; k++) {

@@ -57,7 +57,9 @@ int coll_small_eligible(coll_comm_t *comm, coll_args_t *a)
 static coll_result_t small_compare(coll_comm_t *comm, int rank, const coll_tp_small_t *s,
                                    const coll_args_t *a)
 {
-    if (s->count == a->count && s->dtype == (int32_t)a->dtype && s->op == (int32_t)a->op) {
+    uint64_t stamp = atomic_load_explicit(&s->stamp, memory_order_relaxed);
+    if (s->count == a->count && s->dtype == (int32_t)a->dtype && s->op == (int32_t)a->op &&
+        (uint8_t)stamp == coll_diag_fp8(a)) { /* the fingerprint tells the collective too */
         return COLL_OK;
     }
     comm->small_waiting = rank;
