@@ -227,6 +227,44 @@ COLL_API coll_result_t coll_comm_dump_pending(coll_comm_t *comm, char *buf, size
  */
 COLL_API coll_result_t coll_comm_stats(coll_comm_t *comm, char *buf, size_t len);
 
+/* ---- shareable memory and registered buffers ----
+ * Like ncclMemAlloc and ncclCommWindowRegister: memory from coll_mem_alloc() can be mapped by the
+ * other processes of its host. Once every rank of a one-host communicator has registered such a
+ * buffer with coll_comm_register(), blocking all-reduces, reduce-scatters and all-gathers whose
+ * buffers lie in registered memory on every rank read the peers' buffers directly (one copy, no
+ * staging); other calls run as before. */
+
+/** @brief Opaque registration of a buffer with a communicator. */
+typedef struct coll_reg coll_reg_t;
+
+/**
+ * @brief Allocate bytes of zeroed, page-aligned memory that other processes of this host can map
+ *        (a memfd mapping). Local (not collective). Free with coll_mem_free().
+ * @return COLL_OK, COLL_ERR_INVALID_ARG (ptr_p NULL or bytes 0), COLL_ERR_NO_MEMORY or
+ *         COLL_ERR_SYSTEM (memfd_create/ftruncate/mmap failed; coll_last_error() says which)
+ */
+COLL_API coll_result_t coll_mem_alloc(void **ptr_p, size_t bytes);
+/**
+ * @brief Free memory from coll_mem_alloc() (ptr exactly as returned; NULL does nothing). Peers
+ *        that registered it keep their mapping until coll_comm_deregister() or destroy.
+ * @return COLL_OK, or COLL_ERR_INVALID_ARG (ptr not from coll_mem_alloc)
+ */
+COLL_API coll_result_t coll_mem_free(void *ptr);
+/**
+ * @brief Collective over comm: every rank registers [buf, buf + bytes) of its coll_mem_alloc()
+ *        memory (sizes may differ between ranks; registrations are matched by call order). On a
+ *        communicator whose ranks are all on one host with shared memory, each rank maps the
+ *        others' buffers; elsewhere the registration is kept but used by nothing.
+ * @param [out] reg_p the registration, for coll_comm_deregister()
+ * @return COLL_OK; COLL_ERR_INVALID_ARG on every rank when any rank's buffer is not inside one
+ *         coll_mem_alloc() allocation (the message names the rank), COLL_ERR_SYSTEM when a
+ *         peer's memory cannot be mapped, or the communicator's error
+ */
+COLL_API coll_result_t coll_comm_register(coll_comm_t *comm, void *buf, size_t bytes,
+                                          coll_reg_t **reg_p);
+/** @brief Collective: drop a registration (every rank, in the same order as registered). */
+COLL_API coll_result_t coll_comm_deregister(coll_comm_t *comm, coll_reg_t *reg);
+
 /* ---- collectives (blocking) ----
  * In place as NCCL defines it: allreduce/broadcast/reduce when sendbuf == recvbuf;
  * reduce_scatter when sendbuf + rank * recvcount == recvbuf; allgather when
