@@ -317,9 +317,16 @@ static size_t reg_count_of(reg_coll_t coll, size_t total, int n)
     return coll == REG_ALLREDUCE ? total : total / (size_t)n + 1;
 }
 
-/* Every collective, in and out of place, over counts[0..ncounts) in int32 sums, on buffers b
- * (send) and r (receive); the number of direct-path lines each collective added, summed over
- * ranks, goes to lines[coll] when lines is not NULL. */
+/* An int32 sum of collective coll for a total of `total` elements. */
+static reg_case_t reg_sum(reg_coll_t coll, size_t total, int n, int in_place, int call)
+{
+    reg_case_t c = {coll, COLL_INT32, COLL_SUM, reg_count_of(coll, total, n), in_place, call};
+    return c;
+}
+
+/* Every collective, in and out of place, over counts[0..ncounts) in int32 sums, from the send
+ * region sreg into the receive region rreg; the number of direct-path lines each collective added,
+ * summed over ranks, goes to lines[coll] when lines is not NULL. */
 static size_t reg_sweep(coll_comm_t *comm, int rank, int n, const size_t *counts, size_t ncounts,
                         int reps, char *sreg, char *rreg, int *call, int *lines)
 {
@@ -329,12 +336,7 @@ static size_t reg_sweep(coll_comm_t *comm, int rank, int n, const size_t *counts
         for (int rep = 0; rep < reps; rep++) {
             for (size_t s = 0; s < ncounts; s++) {
                 for (int ip = 0; ip < 2; ip++) {
-                    reg_case_t c = {(reg_coll_t)coll,
-                                    COLL_INT32,
-                                    COLL_SUM,
-                                    reg_count_of((reg_coll_t)coll, counts[s], n),
-                                    ip,
-                                    (*call)++};
+                    reg_case_t c = reg_sum((reg_coll_t)coll, counts[s], n, ip, (*call)++);
                     wrong += reg_run(comm, rank, n, &c, sreg, rreg, 0);
                 }
             }
@@ -446,11 +448,10 @@ static size_t case_mixed(int rank, int n, coll_comm_t *world)
     ASSERT_OK(coll_comm_register(comm, b.base, b.bytes, &reg));
     for (int coll = 0; coll < REG_NCOLLS; coll++) {
         for (size_t s = 0; s < 2; s++) {
-            for (int v = 0; v < 3; v++) { /* rank 1 receives into malloc memory, in place or
-                                           * not; the last rank sends from it */
-                reg_case_t c    = {(reg_coll_t)coll, COLL_INT32,
-                                   COLL_SUM,         reg_count_of((reg_coll_t)coll, counts[s], n),
-                                   v == 1,           call++};
+            /* rank 1 receives into malloc memory, out of place or in place; the last rank
+             * sends from it */
+            for (int v = 0; v < 3; v++) {
+                reg_case_t c    = reg_sum((reg_coll_t)coll, counts[s], n, v == 1, call++);
                 char      *sreg = b.send, *rreg = b.recv;
                 if (v < 2 && rank == 1) {
                     rreg = plain.recv;
@@ -459,9 +460,7 @@ static size_t case_mixed(int rank, int n, coll_comm_t *world)
                 }
                 wrong += reg_run(comm, rank, n, &c, sreg, rreg, 0);
             }
-            reg_case_t c = {(reg_coll_t)coll, COLL_INT32,
-                            COLL_SUM,         reg_count_of((reg_coll_t)coll, counts[s], n),
-                            (int)s,           call++};
+            reg_case_t c = reg_sum((reg_coll_t)coll, counts[s], n, (int)s, call++);
             wrong += reg_run(comm, rank, n, &c, b.send, b.recv, 1); /* non-blocking */
         }
     }
@@ -476,12 +475,7 @@ static size_t case_mixed(int rank, int n, coll_comm_t *world)
     /* the positive control: the same collectives fully registered */
     for (int coll = 0; coll < REG_NCOLLS; coll++) {
         before       = reg_log_count();
-        reg_case_t c = {(reg_coll_t)coll,
-                        COLL_INT32,
-                        COLL_SUM,
-                        reg_count_of((reg_coll_t)coll, 4099, n),
-                        0,
-                        call++};
+        reg_case_t c = reg_sum((reg_coll_t)coll, 4099, n, 0, call++);
         wrong += reg_run(comm, rank, n, &c, b.send, b.recv, 0);
         if (reg_direct_since(comm, before, rank, reg_coll_names[coll]) < 1) {
             fprintf(stderr, "rank %d: %s fully registered after the mixed calls: no \"%s\"\n", rank,
@@ -496,9 +490,7 @@ static size_t case_mixed(int rank, int n, coll_comm_t *world)
     reg_fill(&big, plain.send, big.count, rank);
     ASSERT_OK(coll_iallreduce(plain.send, plain.recv, big.count, COLL_INT32, COLL_SUM, comm, &req));
     for (int coll = 0; coll < REG_NCOLLS; coll++) {
-        reg_case_t c = {(reg_coll_t)coll, COLL_INT32,
-                        COLL_SUM,         reg_count_of((reg_coll_t)coll, 65536, n),
-                        coll == 1,        call++};
+        reg_case_t c = reg_sum((reg_coll_t)coll, 65536, n, coll == 1, call++);
         wrong += reg_run(comm, rank, n, &c, b.send, b.recv, 0);
     }
     ASSERT_OK(coll_wait(req));
@@ -523,7 +515,7 @@ static size_t case_mixed(int rank, int n, coll_comm_t *world)
 static size_t reg_one(coll_comm_t *comm, int rank, int n, reg_coll_t coll, int *call, char *s,
                       char *r)
 {
-    reg_case_t c = {coll, COLL_INT32, COLL_SUM, reg_count_of(coll, 65536, n), 0, (*call)++};
+    reg_case_t c = reg_sum(coll, 65536, n, 0, (*call)++);
     size_t     w = reg_run(comm, rank, n, &c, s, r, 0);
     c.in_place   = 1;
     c.call       = (*call)++;
