@@ -17,12 +17,14 @@ dist_man_MANS += \
     man/man3/coll_comm_abort.3 \
     man/man3/coll_comm_dump_pending.3 \
     man/man3/coll_comm_stats.3 \
+    man/man3/coll_comm_deregister.3 \
     man/man3/coll_comm_destroy.3 \
     man/man3/coll_comm_get_error.3 \
     man/man3/coll_comm_init_rank.3 \
     man/man3/coll_comm_init_rank_config.3 \
     man/man3/coll_comm_last_error.3 \
     man/man3/coll_comm_rank.3 \
+    man/man3/coll_comm_register.3 \
     man/man3/coll_comm_revoke.3 \
     man/man3/coll_comm_shrink.3 \
     man/man3/coll_comm_size.3 \
@@ -72,6 +74,8 @@ dist_man_MANS += \
     man/man3/coll_ireduce_scatter.3 \
     man/man3/coll_isend.3 \
     man/man3/coll_last_error.3 \
+    man/man3/coll_mem_alloc.3 \
+    man/man3/coll_mem_free.3 \
     man/man3/coll_param_count.3 \
     man/man3/coll_param_get.3 \
     man/man3/coll_recv.3 \
