@@ -38,7 +38,6 @@ COLL_API coll_result_t coll_mem_alloc(void **ptr_p, size_t bytes)
     if (ptr_p == NULL) {
         return coll_set_last_error(COLL_ERR_INVALID_ARG, "coll_mem_alloc: ptr_p is NULL");
     }
-    *ptr_p = NULL;
     if (bytes == 0 || bytes > SIZE_MAX - page) {
         return coll_set_last_error(COLL_ERR_INVALID_ARG,
                                    "coll_mem_alloc: bytes is %zu, expected at least 1", bytes);
