@@ -125,6 +125,18 @@ static void direct_slice(const coll_args_t *a, int n, int r, size_t *lo, size_t 
     *hi          = *lo + chunk < a->count ? *lo + chunk : a->count;
 }
 
+/* Copy n bytes of a call whose output has total bytes: past the caches (non-temporal stores)
+ * when the output is at least COLL_DIRECT_STREAM_MIN bytes. */
+static void direct_copy(char *dst, const char *src, size_t n, size_t total)
+{
+    size_t min = coll_param_size(COLL_P_DIRECT_STREAM_MIN);
+    if (min != 0 && total >= min) {
+        coll_copy_stream(dst, src, n);
+    } else {
+        memcpy(dst, src, n);
+    }
+}
+
 static void direct_log(coll_comm_t *comm, const coll_args_t *a)
 {
     if ((comm->direct_logged & (1u << a->coll)) == 0) {
@@ -200,7 +212,7 @@ coll_result_t coll_direct_run(coll_comm_t *comm, const coll_args_t *a, const voi
             int q = (me + k) % n;
             direct_slice(a, n, q, &lo, &hi);
             if (hi > lo) {
-                memcpy((char *)recvbuf + lo * es, xout[q] + lo * es, (hi - lo) * es);
+                direct_copy((char *)recvbuf + lo * es, xout[q] + lo * es, (hi - lo) * es, out);
             }
         }
         break;
@@ -211,7 +223,7 @@ coll_result_t coll_direct_run(coll_comm_t *comm, const coll_args_t *a, const voi
     default: /* all-gather: the peers' inputs, starting past the own block */
         for (int k = a->in_place ? 1 : 0; k < n; k++) {
             int q = (me + k) % n;
-            memcpy((char *)recvbuf + (size_t)q * in, xin[q], in);
+            direct_copy((char *)recvbuf + (size_t)q * in, xin[q], in, out);
         }
         break;
     }

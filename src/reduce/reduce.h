@@ -20,6 +20,10 @@ void coll_reduce3(coll_dtype_t dtype, coll_redop_t op, void *dst, const void *a,
  * zero; floats divide in their own precision (fp16/bf16 through fp32). */
 void coll_reduce_div(coll_dtype_t dtype, void *buf, size_t count, int n);
 
+/* copy.c: memcpy with non-temporal stores (where the target has them; memcpy elsewhere and
+ * below 4 KiB), fenced: for destinations larger than the caches. */
+void coll_copy_stream(void *dst, const void *src, size_t n);
+
 /* Scalar conversions (round to nearest even; NaN stays NaN, overflow goes to infinity). */
 float    coll_half_to_float(uint16_t h);
 uint16_t coll_float_to_half(float f);

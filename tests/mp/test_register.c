@@ -895,11 +895,18 @@ int main(int argc, char **argv)
     unsetenv("COLL_ALGO");
     unsetenv("COLL_DIRECT");
     unsetenv("COLL_DIRECT_MIN");
+    unsetenv("COLL_DIRECT_STREAM_MIN");
     for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]) && (only_n == 0 || i == 0); i++) {
         int n = only_n > 0 ? only_n : counts[i];
         failed += reg_run_ranks("registered buffers (a-d)", n, 0, reg_main, NULL);
         total++;
     }
+    /* the copies with non-temporal stores, at every size and unaligned offset */
+    setenv("COLL_DIRECT_STREAM_MIN", "4k", 1);
+    failed += reg_run_ranks("registered buffers (a-d), COLL_DIRECT_STREAM_MIN=4k",
+                            only_n > 0 ? only_n : 3, 0, reg_main, NULL);
+    unsetenv("COLL_DIRECT_STREAM_MIN");
+    total++;
     int n_kill = only_n > 0 ? only_n : 4, victim = n_kill - 1;
     setenv("COLL_TIMEOUT", "2", 1);
     failed += reg_run_ranks("(e) rank killed in a direct all-reduce", n_kill, victim + 1,
