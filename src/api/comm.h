@@ -88,6 +88,7 @@ struct coll_comm {
     int               nregs;         /* numbers given */
     int               regs_cap;      /* entries of regs */
     int               regs_live;     /* not deregistered */
+    uint64_t          regs_hash;     /* of the live numbers: equal on ranks holding the same */
     uint32_t          direct_logged; /* bit by collective: the direct path was logged */
 
     /* errors: first failure wins and is sticky */

@@ -15,12 +15,15 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 typedef struct mem_block {
     char             *base;
     size_t            bytes; /* mapped (whole pages) */
     int               fd;
+    uint64_t          dev, ino; /* of the memfd: a peer that opens it checks them */
+    int               holds;    /* registrations of it (coll_mem_free refuses while any) */
     struct mem_block *next;
 } mem_block_t;
 
@@ -62,7 +65,8 @@ COLL_API coll_result_t coll_mem_alloc(void **ptr_p, size_t bytes)
         return coll_set_last_error(e == ENOMEM ? COLL_ERR_NO_MEMORY : COLL_ERR_SYSTEM,
                                    "coll_mem_alloc: mmap of %zu bytes: %s", len, strerror(e));
     }
-    b = coll_calloc(1, sizeof(*b), "coll_mem_alloc");
+    struct stat sb;
+    b = fstat(fd, &sb) == 0 ? coll_calloc(1, sizeof(*b), "coll_mem_alloc") : NULL;
     if (b == NULL) {
         munmap(p, len);
         close(fd);
@@ -71,6 +75,8 @@ COLL_API coll_result_t coll_mem_alloc(void **ptr_p, size_t bytes)
     b->base  = p;
     b->bytes = len;
     b->fd    = fd;
+    b->dev   = (uint64_t)sb.st_dev;
+    b->ino   = (uint64_t)sb.st_ino;
     pthread_mutex_lock(&mem_lock);
     b->next    = mem_blocks;
     mem_blocks = b;
@@ -90,7 +96,15 @@ COLL_API coll_result_t coll_mem_free(void *ptr)
     pthread_mutex_lock(&mem_lock);
     for (pp = &mem_blocks; *pp != NULL; pp = &(*pp)->next) {
         if ((*pp)->base == ptr) {
-            b   = *pp;
+            b = *pp;
+            if (b->holds > 0) {
+                int holds = b->holds;
+                pthread_mutex_unlock(&mem_lock);
+                return coll_set_last_error(COLL_ERR_INVALID_USAGE,
+                                           "coll_mem_free: %p is still registered (%d "
+                                           "registration(s)): coll_comm_deregister first",
+                                           ptr, holds);
+            }
             *pp = b->next;
             break;
         }
@@ -106,20 +120,37 @@ COLL_API coll_result_t coll_mem_free(void *ptr)
     return COLL_OK;
 }
 
-int coll_mem_find(const void *ptr, size_t bytes, int *fd_p, uint64_t *off_p)
+int coll_mem_hold(const void *ptr, size_t bytes, coll_mem_ref_t *ref)
 {
     const char *p     = ptr;
     int         found = 0;
 
     pthread_mutex_lock(&mem_lock);
-    for (const mem_block_t *b = mem_blocks; b != NULL; b = b->next) {
+    for (mem_block_t *b = mem_blocks; b != NULL; b = b->next) {
         if (p >= b->base && p < b->base + b->bytes && bytes <= (size_t)(b->base + b->bytes - p)) {
-            *fd_p  = b->fd;
-            *off_p = (uint64_t)(p - b->base);
-            found  = 1;
+            b->holds++;
+            ref->base  = b->base;
+            ref->fd    = b->fd;
+            ref->off   = (uint64_t)(p - b->base);
+            ref->dev   = b->dev;
+            ref->ino   = b->ino;
+            ref->fsize = b->bytes;
+            found      = 1;
             break;
         }
     }
     pthread_mutex_unlock(&mem_lock);
     return found;
+}
+
+void coll_mem_release(const void *base)
+{
+    pthread_mutex_lock(&mem_lock);
+    for (mem_block_t *b = mem_blocks; b != NULL; b = b->next) {
+        if (b->base == base && b->holds > 0) {
+            b->holds--;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&mem_lock);
 }

@@ -1,15 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Buffers registered with a communicator (coll_comm_register, coll_comm_deregister). Collective:
- * registrations are numbered in call order, alike on every rank. Where every rank is on this host
- * with shared windows (the direct path's condition, src/engine/direct.c), two rounds of the
- * small-call slots make it: each rank publishes its buffer (pid, memfd, offset, length), maps
- * every peer's through /proc/<pid>/fd/<fd> (pidfd_getfd where /proc refuses), then publishes
- * whether that worked, so that no rank returns (and may free its memory) before every peer has
- * mapped it, and a failure anywhere is an error everywhere. Elsewhere the registration is only
- * numbered. Deregistering is local: unmapping the peers' buffers concerns this rank only, and a
- * rank that dropped a registration publishes no buffer in it, which sends the others' calls on
- * it to the engine as well.
+ * Buffers registered with a communicator (coll_comm_register, coll_comm_deregister). Both are
+ * collective: a registration gets the lowest free number, alike on every rank since every rank
+ * registers and deregisters in the same order. Where every rank is on this host with shared
+ * windows (the direct path's condition, src/engine/direct.c), two rounds of the small-call slots
+ * make it: each rank publishes its buffer (pid, memfd, its device and inode, offset, length) or
+ * why it has none, maps every peer's through /proc/<pid>/fd/<fd> (pidfd_getfd where /proc
+ * refuses) after checking that the file it opened is that memfd, then publishes whether that
+ * worked, so that no rank returns before every peer has mapped its buffer, and a failure on any
+ * rank (a bad argument, no memory, a mapping refused) is the same error on every rank. A
+ * deregistration is one round, so that the ranks' sets of registrations change together (the
+ * direct path's eligibility reads them). Elsewhere registrations are only numbered.
+ * A registered buffer's allocation is held: coll_mem_free refuses it until deregistered.
  */
 #include "api/comm.h"
 #include "api/mem.h"
@@ -24,19 +26,23 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #define REG_MAGIC 0x52454731u /* "REG1" */
 
-typedef struct reg_desc { /* round 1: a rank's buffer */
-    int32_t  ok;          /* 1: inside coll_mem_alloc memory */
+enum { REG_OK = 1, REG_NOT_SHAREABLE = 0, REG_BAD_ARGS = -1, REG_NO_MEMORY = -2 };
+
+typedef struct reg_desc { /* round 1: a rank's buffer, or why it has none */
+    int32_t  status;      /* REG_* */
     int32_t  pid;
     int32_t  fd;
     int32_t  pad;
-    uint64_t off;   /* of the buffer in the memfd */
-    uint64_t bytes; /* registered */
-    uint64_t addr;  /* in its owner, for messages */
+    uint64_t dev, ino, fsize; /* of the memfd, checked by whoever opens it */
+    uint64_t off;             /* of the buffer in the memfd */
+    uint64_t bytes;           /* registered */
+    uint64_t addr;            /* in its owner, for messages */
 } reg_desc_t;
 
 typedef struct reg_status { /* round 2: did this rank map every peer's buffer? */
@@ -71,6 +77,9 @@ static void reg_free(coll_reg_t *reg)
         return;
     }
     reg_unmap(reg);
+    if (reg->held != NULL) {
+        coll_mem_release(reg->held);
+    }
     reg->magic = 0;
     coll_free(reg->at);
     coll_free(reg->len);
@@ -103,17 +112,26 @@ static int reg_open_peer_fd(int pid, int fd)
     return nfd;
 }
 
-/* Map rank r's buffer (its descriptor d) read-only; 0 or an errno. */
+/* Map rank r's buffer (its descriptor d) read-only; 0 or an errno. The file opened must be the
+ * memfd the owner published (same device and inode, large enough): a pid or descriptor number
+ * reused, or another PID namespace, shows as ESTALE rather than as some other file's bytes. */
 static int reg_map_peer(coll_reg_t *reg, int r, const reg_desc_t *d)
 {
-    size_t page = (size_t)sysconf(_SC_PAGESIZE);
-    size_t head = (size_t)(d->off % page);
-    size_t len  = (head + (size_t)d->bytes + page - 1) / page * page;
-    int    fd   = reg_open_peer_fd(d->pid, d->fd);
-    void  *p;
+    size_t      page = (size_t)sysconf(_SC_PAGESIZE);
+    size_t      head = (size_t)(d->off % page);
+    size_t      len  = (head + (size_t)d->bytes + page - 1) / page * page;
+    int         fd   = reg_open_peer_fd(d->pid, d->fd);
+    struct stat sb;
+    void       *p;
 
     if (fd < 0) {
         return errno != 0 ? errno : EACCES;
+    }
+    if (fstat(fd, &sb) != 0 || (uint64_t)sb.st_dev != d->dev || (uint64_t)sb.st_ino != d->ino ||
+        sb.st_size < 0 || (uint64_t)sb.st_size < d->fsize || d->off > d->fsize ||
+        d->bytes > d->fsize - d->off) {
+        close(fd);
+        return ESTALE;
     }
     p = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, (off_t)(d->off - head));
     if (p == MAP_FAILED) {
@@ -128,33 +146,58 @@ static int reg_map_peer(coll_reg_t *reg, int r, const reg_desc_t *d)
     return 0;
 }
 
-/* The two rounds; comm locked. */
+static coll_result_t reg_refused(coll_comm_t *comm, int rank, const reg_desc_t *d)
+{
+    switch (d->status) {
+    case REG_BAD_ARGS:
+        return coll_comm_arg_error(comm, COLL_ERR_INVALID_ARG,
+                                   "coll_comm_register: rank %d passed buf %#llx, bytes %llu, or "
+                                   "reg_p NULL: expected a buffer of at least 1 byte and reg_p",
+                                   rank, (unsigned long long)d->addr, (unsigned long long)d->bytes);
+    case REG_NO_MEMORY:
+        return coll_comm_arg_error(comm, COLL_ERR_NO_MEMORY,
+                                   "coll_comm_register: rank %d ran out of memory", rank);
+    default:
+        return coll_comm_arg_error(comm, COLL_ERR_INVALID_ARG,
+                                   "coll_comm_register: rank %d's buffer %#llx (%llu bytes) is "
+                                   "not inside one allocation of coll_mem_alloc",
+                                   rank, (unsigned long long)d->addr, (unsigned long long)d->bytes);
+    }
+}
+
+/* The two rounds; comm locked. reg NULL when this rank has none (mine says why). */
 static coll_result_t reg_exchange(coll_comm_t *comm, coll_reg_t *reg, const coll_args_t *a,
                                   const reg_desc_t *mine)
 {
-    reg_desc_t    d[1];
-    reg_status_t  s = {1, -1, 0};
-    int           parity, bad = -1;
-    double        t0 = 0.0;
+    reg_desc_t    d;
+    reg_status_t  s   = {1, -1, 0};
+    int           bad = -1, parity;
+    double        t0  = 0.0;
     coll_result_t st;
 
     coll_small_begin(comm, a);
     st = coll_small_round(comm, a, mine, sizeof(*mine), &parity, &t0);
+    if (st == COLL_OK) {
+        st = coll_small_check(comm, parity, a);
+    }
     if (st != COLL_OK) {
         coll_small_end(comm, a, t0, st);
         return st;
     }
-    for (int r = 0; r < comm->nranks; r++) { /* read every descriptor before the next round */
-        memcpy(d, coll_small_payload(comm, r, parity), sizeof(d[0]));
-        if (!d->ok) {
+    for (int r = 0; r < comm->nranks; r++) { /* every descriptor read before the next round */
+        memcpy(&d, coll_small_payload(comm, r, parity), sizeof(d));
+        if (d.status != REG_OK) {
             if (bad < 0) {
                 bad = r;
             }
             continue;
         }
-        reg->len[r] = (size_t)d->bytes;
-        if (r != comm->rank && mine->ok && s.ok) {
-            int e = reg_map_peer(reg, r, d);
+        if (reg == NULL || mine->status != REG_OK) {
+            continue;
+        }
+        reg->len[r] = (size_t)d.bytes;
+        if (r != comm->rank && s.ok) {
+            int e = reg_map_peer(reg, r, &d);
             if (e != 0) {
                 s.ok   = 0;
                 s.peer = r;
@@ -162,22 +205,14 @@ static coll_result_t reg_exchange(coll_comm_t *comm, coll_reg_t *reg, const coll
             }
         }
     }
-    if (bad >= 0) {
-        reg_desc_t bd;
-        memcpy(&bd, coll_small_payload(comm, bad, parity), sizeof(bd));
+    if (bad >= 0) { /* every rank saw the same descriptors: the same error everywhere */
+        memcpy(&d, coll_small_payload(comm, bad, parity), sizeof(d));
         coll_small_end(comm, a, t0, COLL_OK);
-        return coll_comm_arg_error(
-            comm, COLL_ERR_INVALID_ARG,
-            "coll_comm_register: rank %d's buffer %#llx (%llu bytes) is not inside one allocation "
-            "of coll_mem_alloc",
-            bad, (unsigned long long)bd.addr, (unsigned long long)bd.bytes);
+        return reg_refused(comm, bad, &d);
     }
     st = coll_small_round(comm, a, &s, sizeof(s), &parity, &t0);
     coll_small_end(comm, a, t0, st);
-    if (st != COLL_OK) {
-        return st;
-    }
-    for (int r = 0; r < comm->nranks; r++) {
+    for (int r = 0; r < comm->nranks && st == COLL_OK; r++) {
         reg_status_t rs;
         memcpy(&rs, coll_small_payload(comm, r, parity), sizeof(rs));
         if (!rs.ok) {
@@ -189,54 +224,91 @@ static coll_result_t reg_exchange(coll_comm_t *comm, coll_reg_t *reg, const coll
                 r, rs.peer, strerror(rs.err));
         }
     }
-    return COLL_OK;
+    return st;
+}
+
+/* A new registration's arrays; NULL when out of memory. */
+static coll_reg_t *reg_new(coll_comm_t *comm)
+{
+    size_t      n   = (size_t)comm->nranks;
+    coll_reg_t *reg = coll_calloc(1, sizeof(*reg), "registration");
+    if (reg != NULL) {
+        reg->comm    = comm; /* reg_free reads its rank count */
+        reg->at      = coll_calloc(n, sizeof(*reg->at), "registration");
+        reg->len     = coll_calloc(n, sizeof(*reg->len), "registration");
+        reg->map     = coll_calloc(n, sizeof(*reg->map), "registration");
+        reg->map_len = coll_calloc(n, sizeof(*reg->map_len), "registration");
+    }
+    if (reg != NULL &&
+        (reg->at == NULL || reg->len == NULL || reg->map == NULL || reg->map_len == NULL)) {
+        reg_free(reg);
+        reg = NULL;
+    }
+    return reg;
+}
+
+/* The lowest free number, the table grown to hold it; -1 when out of memory. */
+static int reg_number(coll_comm_t *comm)
+{
+    int          cap;
+    coll_reg_t **n;
+    for (int i = 0; i < comm->nregs; i++) {
+        if (comm->regs[i] == NULL) {
+            return i;
+        }
+    }
+    if (comm->nregs < comm->regs_cap) {
+        return comm->nregs;
+    }
+    cap = comm->regs_cap ? 2 * comm->regs_cap : 4;
+    n   = coll_calloc((size_t)cap, sizeof(*n), "registrations");
+    if (n == NULL) {
+        return -1;
+    }
+    if (comm->regs != NULL) {
+        memcpy(n, comm->regs, (size_t)comm->nregs * sizeof(*n));
+    }
+    coll_free(comm->regs);
+    comm->regs     = n;
+    comm->regs_cap = cap;
+    return comm->nregs;
+}
+
+static uint64_t reg_hash(int num)
+{
+    return coll_hash64(0x7265676973746572ull ^ (uint64_t)num);
 }
 
 COLL_API coll_result_t coll_comm_register(coll_comm_t *comm, void *buf, size_t bytes,
                                           coll_reg_t **reg_p)
 {
-    coll_args_t   a = {.coll = COLL_OP_BARRIER, .dtype = COLL_UINT8, .op = COLL_SUM, .root = -1};
-    reg_desc_t    mine;
-    coll_reg_t   *reg;
-    coll_result_t st  = COLL_OK;
-    int           fd  = -1;
-    uint64_t      off = 0;
+    coll_args_t    a = {.coll = COLL_OP_BARRIER, .dtype = COLL_UINT8, .op = COLL_SUM, .root = -1};
+    reg_desc_t     mine;
+    coll_reg_t    *reg = NULL;
+    coll_mem_ref_t ref;
+    coll_result_t  st = COLL_OK;
+    int            num;
 
     COLL_CHECK(coll_comm_check_handle(comm, "coll_comm_register"));
-    if (reg_p == NULL) {
-        return coll_comm_arg_error(comm, COLL_ERR_INVALID_ARG, "coll_comm_register: reg_p is NULL");
-    }
-    *reg_p = NULL;
-    if (buf == NULL || bytes == 0) {
-        return coll_comm_arg_error(comm, COLL_ERR_INVALID_ARG,
-                                   "coll_comm_register: buf %p, bytes %zu: expected a buffer of "
-                                   "at least 1 byte",
-                                   buf, bytes);
-    }
-    reg = coll_calloc(1, sizeof(*reg), "registration");
-    if (reg != NULL) {
-        reg->at      = coll_calloc((size_t)comm->nranks, sizeof(*reg->at), "registration");
-        reg->len     = coll_calloc((size_t)comm->nranks, sizeof(*reg->len), "registration");
-        reg->map     = coll_calloc((size_t)comm->nranks, sizeof(*reg->map), "registration");
-        reg->map_len = coll_calloc((size_t)comm->nranks, sizeof(*reg->map_len), "registration");
-    }
-    if (reg == NULL || reg->at == NULL || reg->len == NULL || reg->map == NULL ||
-        reg->map_len == NULL) {
-        reg_free(reg);
-        return coll_comm_arg_error(comm, COLL_ERR_NO_MEMORY, "coll_comm_register: out of memory");
-    }
-    reg->magic = REG_MAGIC;
-    reg->comm  = comm;
-    reg->buf   = buf;
-    reg->bytes = bytes;
-
     memset(&mine, 0, sizeof(mine));
-    mine.ok    = coll_mem_find(buf, bytes, &fd, &off);
-    mine.pid   = (int32_t)getpid();
-    mine.fd    = fd;
-    mine.off   = off;
-    mine.bytes = bytes;
-    mine.addr  = (uint64_t)(uintptr_t)buf;
+    mine.status = REG_OK;
+    mine.pid    = (int32_t)getpid();
+    mine.bytes  = bytes;
+    mine.addr   = (uint64_t)(uintptr_t)buf;
+    if (reg_p == NULL || buf == NULL || bytes == 0) {
+        mine.status = REG_BAD_ARGS;
+    } else if ((reg = reg_new(comm)) == NULL) {
+        mine.status = REG_NO_MEMORY;
+    } else if (!coll_mem_hold(buf, bytes, &ref)) {
+        mine.status = REG_NOT_SHAREABLE;
+    } else {
+        reg->held  = ref.base;
+        mine.fd    = ref.fd;
+        mine.off   = ref.off;
+        mine.dev   = ref.dev;
+        mine.ino   = ref.ino;
+        mine.fsize = ref.fsize;
+    }
 
     pthread_mutex_lock(&comm->lock);
     if (comm->error != COLL_OK) {
@@ -244,45 +316,33 @@ COLL_API coll_result_t coll_comm_register(coll_comm_t *comm, void *buf, size_t b
         reg_free(reg);
         return coll_set_last_error(comm->error, "%s", comm->last_error);
     }
+    num = reg_number(comm);
+    if (num < 0 && mine.status == REG_OK) {
+        mine.status = REG_NO_MEMORY;
+    }
     if (reg_shared(comm)) {
-        a.count = (size_t)comm->nregs;
-        st      = reg_exchange(comm, reg, &a, &mine);
+        a.count = (size_t)(num < 0 ? comm->nregs : num);
+        st      = reg_exchange(comm, mine.status == REG_OK ? reg : NULL, &a, &mine);
         if (st != COLL_OK && comm->error != COLL_OK) {
             coll_engine_fail_all(comm, st); /* in-flight calls end with it */
             st = coll_set_last_error(st, "%s", comm->last_error);
         }
-    } else if (!mine.ok) { /* nothing to exchange: only this rank's buffer can be told wrong */
-        st = coll_comm_arg_error(comm, COLL_ERR_INVALID_ARG,
-                                 "coll_comm_register: buffer %p (%zu bytes) is not inside one "
-                                 "allocation of coll_mem_alloc",
-                                 buf, bytes);
-    }
-    if (st == COLL_OK && comm->nregs == comm->regs_cap) {
-        int          cap = comm->regs_cap ? 2 * comm->regs_cap : 4;
-        coll_reg_t **n   = coll_calloc((size_t)cap, sizeof(*n), "registrations");
-        if (n == NULL) {
-            st = coll_comm_fail(comm, COLL_ERR_NO_MEMORY,
-                                "rank %d: coll_comm_register: out of "
-                                "memory",
-                                comm->rank);
-        } else {
-            if (comm->regs != NULL) {
-                memcpy(n, comm->regs, (size_t)comm->nregs * sizeof(*n));
-            }
-            coll_free(comm->regs);
-            comm->regs     = n;
-            comm->regs_cap = cap;
-        }
+    } else if (mine.status != REG_OK) { /* nothing exchanged: only this rank's can be told */
+        st = reg_refused(comm, comm->rank, &mine);
     }
     if (st == COLL_OK) {
-        reg->num             = comm->nregs++;
+        reg->magic           = REG_MAGIC;
+        reg->num             = num;
+        reg->buf             = buf;
+        reg->bytes           = bytes;
         reg->at[comm->rank]  = buf;
         reg->len[comm->rank] = bytes;
-        comm->regs[reg->num] = reg;
+        comm->regs[num]      = reg;
+        comm->nregs          = num + 1 > comm->nregs ? num + 1 : comm->nregs;
         comm->regs_live++;
+        comm->regs_hash ^= reg_hash(num);
         *reg_p = reg;
-        coll_debug(COLL, "rank %d: registration %d: %zu bytes at %p", comm->rank, reg->num, bytes,
-                   buf);
+        coll_debug(COLL, "rank %d: registration %d: %zu bytes at %p", comm->rank, num, bytes, buf);
     } else {
         reg_free(reg);
     }
@@ -292,21 +352,48 @@ COLL_API coll_result_t coll_comm_register(coll_comm_t *comm, void *buf, size_t b
 
 COLL_API coll_result_t coll_comm_deregister(coll_comm_t *comm, coll_reg_t *reg)
 {
+    coll_args_t   a   = {.coll = COLL_OP_BARRIER, .dtype = COLL_INT8, .op = COLL_SUM, .root = -1};
+    coll_result_t st  = COLL_OK;
+    int           num = -1, parity;
+    double        t0  = 0.0;
+
     COLL_CHECK(coll_comm_check_handle(comm, "coll_comm_deregister"));
     pthread_mutex_lock(&comm->lock);
-    if (reg == NULL || reg->magic != REG_MAGIC || reg->comm != comm || reg->num < 0 ||
-        reg->num >= comm->nregs || comm->regs[reg->num] != reg) {
+    for (int i = 0; i < comm->nregs && reg != NULL; i++) { /* by pointer: reg may be freed */
+        if (comm->regs[i] == reg) {
+            num = i;
+        }
+    }
+    if (num < 0) {
         pthread_mutex_unlock(&comm->lock);
         return coll_comm_arg_error(comm, COLL_ERR_INVALID_ARG,
                                    "coll_comm_deregister: %p is not a registration of this "
                                    "communicator",
                                    (void *)reg);
     }
-    comm->regs[reg->num] = NULL;
+    if (reg_shared(comm) && comm->error == COLL_OK) { /* the sets change together */
+        a.count = (size_t)num;
+        coll_small_begin(comm, &a);
+        st = coll_small_round(comm, &a, &num, sizeof(num), &parity, &t0);
+        if (st == COLL_OK) {
+            st = coll_small_check(comm, parity, &a);
+        }
+        coll_small_end(comm, &a, t0, st);
+        if (st != COLL_OK) {
+            coll_engine_fail_all(comm, st);
+            st = coll_set_last_error(st, "%s", comm->last_error);
+        }
+    }
+    /* dropped whatever happened: on a failed communicator this is the cleanup */
+    comm->regs[num] = NULL;
     comm->regs_live--;
+    comm->regs_hash ^= reg_hash(num);
+    while (comm->nregs > 0 && comm->regs[comm->nregs - 1] == NULL) {
+        comm->nregs--;
+    }
     pthread_mutex_unlock(&comm->lock);
     reg_free(reg);
-    return COLL_OK;
+    return st;
 }
 
 void coll_reg_free_all(coll_comm_t *comm)

@@ -19,6 +19,7 @@ struct coll_reg {
     size_t      *len; /* by rank: bytes it registered */
     void       **map; /* by rank: the mapping of a peer's buffer, to unmap */
     size_t      *map_len;
+    const void  *held; /* the coll_mem_alloc allocation held (coll_mem_release) */
 };
 
 /* Is [ptr, ptr + bytes) inside one of comm's live registrations (of this rank)? 1 with its

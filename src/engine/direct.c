@@ -65,17 +65,6 @@ int coll_direct_eligible(coll_comm_t *comm, coll_args_t *a)
            !coll_algo_overridden(comm->nranks, a, comm->algo_override);
 }
 
-static uint64_t direct_live(const coll_comm_t *comm)
-{
-    uint64_t h = 0x6c69766572656773ull;
-    for (int i = 0; i < comm->nregs; i++) {
-        if (comm->regs[i] != NULL) {
-            h = coll_hash64(h ^ (uint64_t)i);
-        }
-    }
-    return h;
-}
-
 /* Where rank q's registered bytes [off, off + len) of registration num are readable here. */
 static const char *direct_at(const coll_comm_t *comm, int q, int32_t num, uint64_t off, size_t len)
 {
@@ -164,7 +153,7 @@ coll_result_t coll_direct_run(coll_comm_t *comm, const coll_args_t *a, const voi
     mine.coll    = (int32_t)a->coll;
     mine.in_reg  = -1;
     mine.out_reg = -1;
-    mine.live    = direct_live(comm);
+    mine.live    = comm->regs_hash;
     if (ok) {
         coll_reg_find(comm, sendbuf, in, &mine.in_reg, &mine.in_off);
         coll_reg_find(comm, recvbuf, out, &mine.out_reg, &mine.out_off);

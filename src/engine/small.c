@@ -88,8 +88,8 @@ static coll_result_t small_wait(coll_comm_t *comm, const coll_comm_tp_t *tp, int
                 break;
             }
             if (st < 0) {
-                return coll_comm_fail(comm, st, "rank %d: all-reduce op #%u: rank %d failed",
-                                      comm->rank, comm->small_seq, next);
+                return coll_comm_fail(comm, st, "rank %d: %s op #%u: rank %d failed", comm->rank,
+                                      coll_op_name(comm->small_args.coll), comm->small_seq, next);
             }
             next++;
         }

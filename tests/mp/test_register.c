@@ -758,8 +758,56 @@ static int reg_kill_main(int rank, int n, coll_comm_t *comm, void *arg)
     t0 = reg_now();
     ASSERT_EQ(coll_allreduce(b.send, b.recv, count, COLL_INT32, COLL_SUM, comm), st);
     ASSERT_TRUE(reg_now() - t0 < 1.0);
-    /* freeing registered memory is allowed; destroy drops the registration */
+    /* registered memory cannot be freed (a later allocation at the same address would match
+     * the registration); deregistering on the failed communicator drops it locally */
+    ASSERT_EQ(coll_mem_free(b.base), COLL_ERR_INVALID_USAGE);
+    ASSERT_STR_CONTAINS(coll_last_error(), "still registered");
+    ASSERT_OK(coll_comm_deregister(comm, reg));
+    ASSERT_EQ(coll_comm_deregister(comm, reg), COLL_ERR_INVALID_ARG); /* once only */
     ASSERT_OK(coll_mem_free(b.base));
+    return 0;
+}
+
+/* ---- (h) ranks that deregister at different points ---- */
+
+/*
+ * Rank 0 deregisters and then makes a large blocking all-reduce; the others make the all-reduce
+ * first. Registrations change together on every rank (a deregistration is a round of the
+ * slots), so this is a mismatch every rank reports, not a hang in two different paths.
+ */
+static int reg_skew_main(int rank, int n, coll_comm_t *comm, void *arg)
+{
+    reg_bufs_t    b;
+    coll_reg_t   *reg = NULL;
+    coll_result_t st;
+    double        t0;
+    (void)arg;
+    (void)n;
+    reg_bufs_alloc(&b, 65536, 1);
+    ASSERT_OK(coll_comm_register(comm, b.base, b.bytes, &reg));
+    t0 = reg_now();
+    if (rank == 0) {
+        st  = coll_comm_deregister(comm, reg);
+        reg = NULL; /* dropped whatever the result */
+        if (st == COLL_OK) {
+            st = coll_allreduce(b.send, b.recv, 65536, COLL_INT32, COLL_SUM, comm);
+        }
+    } else {
+        st = coll_allreduce(b.send, b.recv, 65536, COLL_INT32, COLL_SUM, comm);
+    }
+    if (st != COLL_ERR_MISMATCH) {
+        fprintf(stderr, "rank %d: deregister against all-reduce returned %s: %s\n", rank,
+                coll_strerror(st), coll_last_error());
+    }
+    ASSERT_EQ(st, COLL_ERR_MISMATCH);
+    ASSERT_TRUE(reg_now() - t0 < REG_TIMEOUT_S + 3.0);
+    if (reg != NULL) {
+        ASSERT_OK(coll_comm_deregister(comm, reg));
+    }
+    reg_bufs_free(&b);
+    if (rank == 0) {
+        printf("  %d ranks: (h) deregistration against an all-reduce: mismatch on every rank\n", n);
+    }
     return 0;
 }
 
@@ -911,6 +959,11 @@ int main(int argc, char **argv)
     setenv("COLL_TIMEOUT", "2", 1);
     failed += reg_run_ranks("(e) rank killed in a direct all-reduce", n_kill, victim + 1,
                             reg_kill_main, &victim);
+    unsetenv("COLL_TIMEOUT");
+    total++;
+    setenv("COLL_TIMEOUT", "2", 1);
+    failed += reg_run_ranks("(h) ranks deregistering at different points", only_n > 0 ? only_n : 3,
+                            0, reg_skew_main, NULL);
     unsetenv("COLL_TIMEOUT");
     total++;
     setenv("COLL_DIRECT", "0", 1);
