@@ -230,9 +230,10 @@ COLL_API coll_result_t coll_comm_stats(coll_comm_t *comm, char *buf, size_t len)
 /* ---- shareable memory and registered buffers ----
  * Like ncclMemAlloc and ncclCommWindowRegister: memory from coll_mem_alloc() can be mapped by the
  * other processes of its host. Once every rank of a one-host communicator has registered such a
- * buffer with coll_comm_register(), blocking all-reduces, reduce-scatters and all-gathers whose
- * buffers lie in registered memory on every rank read the peers' buffers directly (one copy, no
- * staging); other calls run as before. */
+ * buffer with coll_comm_register(), blocking all-reduces (send and receive buffers registered),
+ * reduce-scatters and all-gathers (send buffers registered) whose buffers lie in registered
+ * memory on every rank read the peers' buffers directly (one copy, no staging); other calls run
+ * as before. */
 
 /** @brief Opaque registration of a buffer with a communicator. */
 typedef struct coll_reg coll_reg_t;
@@ -245,9 +246,9 @@ typedef struct coll_reg coll_reg_t;
  */
 COLL_API coll_result_t coll_mem_alloc(void **ptr_p, size_t bytes);
 /**
- * @brief Free memory from coll_mem_alloc() (ptr exactly as returned; NULL does nothing). Peers
- *        that registered it keep their mapping until coll_comm_deregister() or destroy.
- * @return COLL_OK, or COLL_ERR_INVALID_ARG (ptr not from coll_mem_alloc)
+ * @brief Free memory from coll_mem_alloc() (ptr exactly as returned; NULL does nothing).
+ * @return COLL_OK, COLL_ERR_INVALID_ARG (ptr not from coll_mem_alloc) or COLL_ERR_INVALID_USAGE
+ *         (still registered: coll_comm_deregister() first)
  */
 COLL_API coll_result_t coll_mem_free(void *ptr);
 /**
@@ -262,7 +263,8 @@ COLL_API coll_result_t coll_mem_free(void *ptr);
  */
 COLL_API coll_result_t coll_comm_register(coll_comm_t *comm, void *buf, size_t bytes,
                                           coll_reg_t **reg_p);
-/** @brief Collective: drop a registration (every rank, in the same order as registered). */
+/** @brief Collective: drop a registration (every rank at the same point; on a failed
+ *         communicator it is dropped locally). COLL_ERR_INVALID_ARG for an unknown reg. */
 COLL_API coll_result_t coll_comm_deregister(coll_comm_t *comm, coll_reg_t *reg);
 
 /* ---- collectives (blocking) ----

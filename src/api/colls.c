@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The public collectives and point-to-point calls: check the arguments, start the operation
- * in the engine, and for the blocking forms wait for it. Every blocking call is exactly its
- * non-blocking twin followed by coll_wait.
+ * in the engine, and for the blocking forms wait for it. A blocking call is its non-blocking
+ * twin followed by coll_wait, except where it takes a path of its own among the ranks of one
+ * host (src/engine/small.c, src/engine/direct.c): there, as in MPI, it matches only blocking
+ * calls.
  */
 #include "api/check.h"
 #include "bootstrap/bootstrap.h"

@@ -43,7 +43,8 @@ COLL_API coll_result_t coll_mem_alloc(void **ptr_p, size_t bytes)
     }
     if (bytes == 0 || bytes > SIZE_MAX - page) {
         return coll_set_last_error(COLL_ERR_INVALID_ARG,
-                                   "coll_mem_alloc: bytes is %zu, expected at least 1", bytes);
+                                   "coll_mem_alloc: bytes is %zu, expected 1 to %zu", bytes,
+                                   SIZE_MAX - page);
     }
     len = (bytes + page - 1) / page * page;
     fd  = memfd_create("coll-mem", MFD_CLOEXEC);
