@@ -14,7 +14,8 @@ top=$builddir/sanitize-build
 SAN_TESTS=${SAN_TESTS:-"tests/unit/test_reduce tests/unit/test_params tests/unit/test_sched_struct
     tests/unit/test_auth tests/unit/test_env tests/mp/test_allreduce tests/mp/test_allgather
     tests/mp/test_reduce_scatter tests/mp/test_broadcast tests/mp/test_split tests/mp/test_p2p
-    tests/mp/test_args tests/mp/test_failures tests/mp/test_diag tests/mp/test_soak"}
+    tests/mp/test_args tests/mp/test_failures tests/mp/test_diag tests/mp/test_soak
+    tests/mp/test_register"}
 # test_split is left out of TSan: the bootstrap root thread that coll_get_unique_id starts in a
 # process outside the communicator is never joined (reported as a thread leak).
 TSAN_TESTS=${TSAN_TESTS:-"tests/mp/test_failures tests/mp/test_diag tests/mp/test_allreduce
