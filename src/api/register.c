@@ -95,7 +95,7 @@ static int reg_open_peer_fd(int pid, int fd)
     int  nfd;
 
     snprintf(path, sizeof(path), "/proc/%d/fd/%d", pid, fd);
-    nfd = open(path, O_RDONLY | O_CLOEXEC);
+    nfd = open(path, O_RDWR | O_CLOEXEC);
 #if defined(SYS_pidfd_open) && defined(SYS_pidfd_getfd)
     if (nfd < 0) {
         int e     = errno;
@@ -112,7 +112,8 @@ static int reg_open_peer_fd(int pid, int fd)
     return nfd;
 }
 
-/* Map rank r's buffer (its descriptor d) read-only; 0 or an errno. The file opened must be the
+/* Map rank r's buffer (its descriptor d), to read and write (the direct path writes results
+ * into the peers' outputs); 0 or an errno. The file opened must be the
  * memfd the owner published (same device and inode, large enough): a pid or descriptor number
  * reused, or another PID namespace, shows as ESTALE rather than as some other file's bytes. */
 static int reg_map_peer(coll_reg_t *reg, int r, const reg_desc_t *d)
@@ -133,7 +134,7 @@ static int reg_map_peer(coll_reg_t *reg, int r, const reg_desc_t *d)
         close(fd);
         return ESTALE;
     }
-    p = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, (off_t)(d->off - head));
+    p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)(d->off - head));
     if (p == MAP_FAILED) {
         int e = errno;
         close(fd);
@@ -142,7 +143,7 @@ static int reg_map_peer(coll_reg_t *reg, int r, const reg_desc_t *d)
     close(fd);
     reg->map[r]     = p;
     reg->map_len[r] = len;
-    reg->at[r]      = (const char *)p + head;
+    reg->at[r]      = (char *)p + head;
     return 0;
 }
 

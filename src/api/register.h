@@ -15,7 +15,7 @@ struct coll_reg {
     int          num; /* registration number, alike on every rank */
     char        *buf; /* this rank's */
     size_t       bytes;
-    const char **at;  /* by rank: where its registered buffer is readable here; NULL: not */
+    char       **at;  /* by rank: where its registered buffer is mapped here (read and write) */
     size_t      *len; /* by rank: bytes it registered */
     void       **map; /* by rank: the mapping of a peer's buffer, to unmap */
     size_t      *map_len;

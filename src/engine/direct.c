@@ -33,6 +33,7 @@
 
 #define DIRECT_BLOCK          32768 /* bytes reduced from every input while they stay in the cache */
 #define COLL_MAX_LOCAL_DIRECT 256   /* ranks; more take the engine */
+#define DIRECT_PUSH_BLOCK     65536 /* bytes reduced, then written to every output, at a time */
 
 typedef struct direct_desc {
     int32_t  coll;
@@ -42,6 +43,8 @@ typedef struct direct_desc {
     uint64_t in_off;
     uint64_t out_off;
     uint64_t live; /* the registrations this rank holds (a hash of their numbers) */
+    int32_t  push; /* COLL_DIRECT_PUSH here */
+    int32_t  pad2;
 } direct_desc_t;
 
 int coll_direct_eligible(coll_comm_t *comm, coll_args_t *a)
@@ -65,8 +68,8 @@ int coll_direct_eligible(coll_comm_t *comm, coll_args_t *a)
            !coll_algo_overridden(comm->nranks, a, comm->algo_override);
 }
 
-/* Where rank q's registered bytes [off, off + len) of registration num are readable here. */
-static const char *direct_at(const coll_comm_t *comm, int q, int32_t num, uint64_t off, size_t len)
+/* Where rank q's registered bytes [off, off + len) of registration num are mapped here. */
+static char *direct_at(const coll_comm_t *comm, int q, int32_t num, uint64_t off, size_t len)
 {
     const coll_reg_t *reg = num >= 0 && num < comm->nregs ? comm->regs[num] : NULL;
     if (reg == NULL || reg->at[q] == NULL || off > reg->len[q] || len > reg->len[q] - off) {
@@ -136,6 +139,37 @@ static void direct_log(coll_comm_t *comm, const coll_args_t *a)
     }
 }
 
+/* The all-reduce, pushed: rank me reduces its slice block by block (while the block is in the
+ * cache) into its own output and writes it into every peer's output. No round between: every
+ * slice is read and written by its owner alone. */
+static void direct_allreduce_push(const coll_args_t *a, int n, int me, char *const *xout,
+                                  const char *const *xin, size_t out)
+{
+    size_t es = coll_dtype_size(a->dtype), lo, hi, block = DIRECT_PUSH_BLOCK / es;
+    direct_slice(a, n, me, &lo, &hi);
+    for (size_t i = lo; i < hi; i += block) {
+        size_t m = hi - i < block ? hi - i : block;
+        direct_reduce(a, n, me, xout[me] + i * es, xin, i, m);
+        for (int k = 1; k < n; k++) {
+            int q = (me + k) % n;
+            direct_copy(xout[q] + i * es, xout[me] + i * es, m * es, out);
+        }
+    }
+}
+
+/* The all-gather, pushed: the own input, block by block, into every rank's output. */
+static void direct_allgather_push(const coll_args_t *a, int n, int me, char *const *xout,
+                                  const char *in, size_t bytes, size_t out)
+{
+    for (size_t i = 0; i < bytes; i += DIRECT_PUSH_BLOCK) {
+        size_t m = bytes - i < DIRECT_PUSH_BLOCK ? bytes - i : DIRECT_PUSH_BLOCK;
+        for (int k = a->in_place ? 1 : 0; k < n; k++) {
+            int q = (me + k) % n;
+            direct_copy(xout[q] + (size_t)me * bytes + i, in + i, m, out);
+        }
+    }
+}
+
 coll_result_t coll_direct_run(coll_comm_t *comm, const coll_args_t *a, const void *sendbuf,
                               void *recvbuf)
 {
@@ -144,16 +178,18 @@ coll_result_t coll_direct_run(coll_comm_t *comm, const coll_args_t *a, const voi
     size_t        in  = a->count * es * (a->coll == COLL_OP_REDUCE_SCATTER ? (size_t)n : 1);
     size_t        out = a->count * es * (a->coll == COLL_OP_ALLGATHER ? (size_t)n : 1);
     direct_desc_t mine, d;
-    const char   *xin[COLL_MAX_LOCAL_DIRECT], *xout[COLL_MAX_LOCAL_DIRECT];
+    const char   *xin[COLL_MAX_LOCAL_DIRECT];
+    char         *xout[COLL_MAX_LOCAL_DIRECT];
     double        t0 = 0.0;
     coll_result_t st;
-    int           ok = n <= COLL_MAX_LOCAL_DIRECT;
+    int           ok = n <= COLL_MAX_LOCAL_DIRECT, ins = ok, outs = ok, push = 1;
 
     memset(&mine, 0, sizeof(mine));
     mine.coll    = (int32_t)a->coll;
     mine.in_reg  = -1;
     mine.out_reg = -1;
     mine.live    = comm->regs_hash;
+    mine.push    = coll_param_bool(COLL_P_DIRECT_PUSH);
     if (ok) {
         coll_reg_find(comm, sendbuf, in, &mine.in_reg, &mine.in_off);
         coll_reg_find(comm, recvbuf, out, &mine.out_reg, &mine.out_off);
@@ -175,13 +211,28 @@ coll_result_t coll_direct_run(coll_comm_t *comm, const coll_args_t *a, const voi
             break;
         }
         if (!ok || d.live != mine.live) {
-            ok = 0;
+            ok = ins = outs = 0;
             continue;
         }
         xin[q]  = direct_at(comm, q, d.in_reg, d.in_off, in);
         xout[q] = direct_at(comm, q, d.out_reg, d.out_off, out);
-        /* the peers read every input, and the all-reduce's outputs */
-        ok &= xin[q] != NULL && (xout[q] != NULL || a->coll != COLL_OP_ALLREDUCE);
+        ins &= xin[q] != NULL;
+        outs &= xout[q] != NULL;
+        push &= d.push != 0;
+    }
+    /* every rank sees the same descriptors, so decides alike: what the peers read (inputs) or
+     * write (outputs) must be registered on every rank */
+    switch (a->coll) {
+    case COLL_OP_ALLREDUCE:
+        ok = ins && outs;
+        break;
+    case COLL_OP_REDUCE_SCATTER:
+        ok = ins;
+        break;
+    default:
+        push &= outs;
+        ok = push || ins;
+        break;
     }
     if (st != COLL_OK || !ok) { /* not every rank's buffers: the engine, on every rank */
         coll_small_end(comm, a, t0, st != COLL_OK ? st : COLL_INPROGRESS);
@@ -190,33 +241,40 @@ coll_result_t coll_direct_run(coll_comm_t *comm, const coll_args_t *a, const voi
     direct_log(comm, a);
 
     switch (a->coll) {
-    case COLL_OP_ALLREDUCE: {
-        size_t lo, hi;
-        direct_slice(a, n, me, &lo, &hi);
-        if (hi > lo) {
-            direct_reduce(a, n, me, (char *)recvbuf + lo * es, xin, lo, hi - lo);
-        }
-        st = coll_small_round(comm, a, &mine, sizeof(mine), &parity, &t0);
-        for (int k = 1; k < n && st == COLL_OK; k++) {
-            int q = (me + k) % n;
-            direct_slice(a, n, q, &lo, &hi);
+    case COLL_OP_ALLREDUCE:
+        if (push) {
+            direct_allreduce_push(a, n, me, xout, xin, out);
+        } else { /* pulled: the own slice, a round, the others' slices from their outputs */
+            size_t lo, hi;
+            direct_slice(a, n, me, &lo, &hi);
             if (hi > lo) {
-                direct_copy((char *)recvbuf + lo * es, xout[q] + lo * es, (hi - lo) * es, out);
+                direct_reduce(a, n, me, (char *)recvbuf + lo * es, xin, lo, hi - lo);
+            }
+            st = coll_small_round(comm, a, &mine, sizeof(mine), &parity, &t0);
+            for (int k = 1; k < n && st == COLL_OK; k++) {
+                int q = (me + k) % n;
+                direct_slice(a, n, q, &lo, &hi);
+                if (hi > lo) {
+                    direct_copy((char *)recvbuf + lo * es, xout[q] + lo * es, (hi - lo) * es, out);
+                }
+            }
+        }
+        break;
+    case COLL_OP_REDUCE_SCATTER:
+        direct_reduce(a, n, me, recvbuf, xin, (size_t)me * a->count, a->count);
+        break;
+    default:
+        if (push) {
+            direct_allgather_push(a, n, me, xout, sendbuf, in, out);
+        } else { /* pulled: the peers' inputs, starting past the own block */
+            for (int k = a->in_place ? 1 : 0; k < n; k++) {
+                int q = (me + k) % n;
+                direct_copy((char *)recvbuf + (size_t)q * in, xin[q], in, out);
             }
         }
         break;
     }
-    case COLL_OP_REDUCE_SCATTER:
-        direct_reduce(a, n, me, recvbuf, xin, (size_t)me * a->count, a->count);
-        break;
-    default: /* all-gather: the peers' inputs, starting past the own block */
-        for (int k = a->in_place ? 1 : 0; k < n; k++) {
-            int q = (me + k) % n;
-            direct_copy((char *)recvbuf + (size_t)q * in, xin[q], in, out);
-        }
-        break;
-    }
-    if (st == COLL_OK) { /* nobody's buffers change while another rank reads them */
+    if (st == COLL_OK) { /* nobody's buffers change while another rank reads or writes them */
         st = coll_small_round(comm, a, &mine, sizeof(mine), &parity, &t0);
     }
     coll_small_end(comm, a, t0, st);

@@ -451,15 +451,18 @@ static size_t case_mixed(int rank, int n, coll_comm_t *world)
             /* rank 1 receives into malloc memory, out of place or in place; the last rank
              * sends from it */
             for (int v = 0; v < 3; v++) {
-                if (v == 0 && coll != REG_ALLREDUCE) {
-                    continue; /* only the all-reduce's peers read outputs: case_inputs_only */
+                /* a reduce-scatter needs only the inputs registered, an all-gather the inputs
+                 * or the outputs (case_one_side) */
+                if ((v == 0 && coll == REG_REDUCE_SCATTER) || (v == 2 && coll == REG_ALLGATHER)) {
+                    continue;
                 }
                 reg_case_t c    = reg_sum((reg_coll_t)coll, counts[s], n, v == 1, call++);
                 char      *sreg = b.send, *rreg = b.recv;
                 if (v < 2 && rank == 1) {
                     rreg = plain.recv;
-                } else if (v == 2 && rank == n - 1) {
-                    sreg = plain.send;
+                }
+                if ((v == 2 || (v == 0 && coll == REG_ALLGATHER)) && rank == n - 1) {
+                    sreg = plain.send; /* all-gather: neither all inputs nor all outputs */
                 }
                 wrong += reg_run(comm, rank, n, &c, sreg, rreg, 0);
             }
@@ -514,34 +517,48 @@ static size_t case_mixed(int rank, int n, coll_comm_t *world)
 }
 
 /*
- * Reduce-scatter and all-gather: the peers read only the inputs, so a call whose receive
- * buffers are plain memory (rank 1's here) still goes direct when every input is registered.
+ * One side registered, each on a fresh communicator (the log line comes once per collective):
+ * with rank 1's receive buffer in plain memory a reduce-scatter (its peers read inputs only)
+ * and an all-gather (its peers read the inputs) go direct; with rank 1's send buffer in plain
+ * memory a reduce-scatter does not, and an all-gather does where the ranks write into each
+ * other's outputs (COLL_DIRECT_PUSH, the default).
  */
-static size_t case_inputs_only(int rank, int n, coll_comm_t *world)
+static size_t case_one_side(int rank, int n, coll_comm_t *world)
 {
-    coll_comm_t *comm = reg_fresh_comm(world, rank);
-    reg_bufs_t   b, plain;
-    coll_reg_t  *reg   = NULL;
-    size_t       wrong = 0;
-    int          call  = 7000;
-    reg_bufs_alloc(&b, 65536 + (size_t)n, 1);
-    reg_bufs_alloc(&plain, 65536 + (size_t)n, 0);
-    ASSERT_OK(coll_comm_register(comm, b.base, b.bytes, &reg));
-    for (int coll = REG_REDUCE_SCATTER; coll <= REG_ALLGATHER; coll++) {
-        int        before = reg_log_count();
-        reg_case_t c      = reg_sum((reg_coll_t)coll, 65536, n, 0, call++);
-        wrong += reg_run(comm, rank, n, &c, b.send, rank == 1 ? plain.recv : b.recv, 0);
-        if (reg_direct_since(comm, before, rank, reg_coll_names[coll]) < 1) {
-            fprintf(stderr, "rank %d: %s with every input registered: no \"%s\"\n", rank,
-                    reg_coll_names[coll], DIRECT_MARK);
-            wrong++;
+    const char *pe    = getenv("COLL_DIRECT_PUSH");
+    int         push  = pe == NULL || strcmp(pe, "0") != 0;
+    size_t      wrong = 0;
+    int         call  = 7000;
+    for (int side = 0; side < 2; side++) {
+        coll_comm_t *comm = reg_fresh_comm(world, rank);
+        reg_bufs_t   b, plain;
+        coll_reg_t  *reg = NULL;
+        reg_bufs_alloc(&b, 65536 + (size_t)n, 1);
+        reg_bufs_alloc(&plain, 65536 + (size_t)n, 0);
+        ASSERT_OK(coll_comm_register(comm, b.base, b.bytes, &reg));
+        for (int coll = REG_REDUCE_SCATTER; coll <= REG_ALLGATHER; coll++) {
+            int        before = reg_log_count();
+            int        want   = side == 0 || (coll == REG_ALLGATHER && push);
+            reg_case_t c      = reg_sum((reg_coll_t)coll, 65536, n, 0, call++);
+            char      *sreg   = side == 1 && rank == 1 ? plain.send : b.send;
+            char      *rreg   = side == 0 && rank == 1 ? plain.recv : b.recv;
+            wrong += reg_run(comm, rank, n, &c, sreg, rreg, 0);
+            int lines = reg_direct_since(comm, before, rank, reg_coll_names[coll]);
+            if ((want && lines < 1) || (!want && lines != 0)) {
+                fprintf(stderr,
+                        "rank %d: %s with rank 1's %s buffer unregistered: %d \"%s\" "
+                        "lines, expected %s\n",
+                        rank, reg_coll_names[coll], side == 0 ? "receive" : "send", lines,
+                        DIRECT_MARK, want ? "at least 1" : "0");
+                wrong++;
+            }
         }
+        ASSERT_OK(coll_comm_deregister(comm, reg));
+        reg_bufs_free(&b);
+        reg_bufs_free(&plain);
+        ASSERT_OK(coll_comm_destroy(comm));
     }
-    ASSERT_OK(coll_comm_deregister(comm, reg));
-    reg_bufs_free(&b);
-    reg_bufs_free(&plain);
-    ASSERT_OK(coll_comm_destroy(comm));
-    reg_report(rank, "(b) reduce-scatter and all-gather with only the inputs registered", n, wrong);
+    reg_report(rank, "(b) reduce-scatter and all-gather with one side registered", n, wrong);
     return wrong;
 }
 
@@ -706,7 +723,7 @@ static int reg_main(int rank, int n, coll_comm_t *comm, void *arg)
     (void)arg;
     wrong += case_direct(rank, n, comm);
     wrong += case_mixed(rank, n, comm);
-    wrong += case_inputs_only(rank, n, comm);
+    wrong += case_one_side(rank, n, comm);
     wrong += case_two_regs(rank, n, comm);
     wrong += case_errors(rank, n, comm);
     return wrong != 0;
@@ -944,11 +961,18 @@ int main(int argc, char **argv)
     unsetenv("COLL_DIRECT");
     unsetenv("COLL_DIRECT_MIN");
     unsetenv("COLL_DIRECT_STREAM_MIN");
+    unsetenv("COLL_DIRECT_PUSH");
     for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]) && (only_n == 0 || i == 0); i++) {
         int n = only_n > 0 ? only_n : counts[i];
         failed += reg_run_ranks("registered buffers (a-d)", n, 0, reg_main, NULL);
         total++;
     }
+    /* the ranks reading each other's results instead of writing them */
+    setenv("COLL_DIRECT_PUSH", "0", 1);
+    failed += reg_run_ranks("registered buffers (a-d), COLL_DIRECT_PUSH=0", only_n > 0 ? only_n : 3,
+                            0, reg_main, NULL);
+    unsetenv("COLL_DIRECT_PUSH");
+    total++;
     /* the copies with non-temporal stores, at every size and unaligned offset */
     setenv("COLL_DIRECT_STREAM_MIN", "4k", 1);
     failed += reg_run_ranks("registered buffers (a-d), COLL_DIRECT_STREAM_MIN=4k",
