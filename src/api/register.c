@@ -51,17 +51,6 @@ typedef struct reg_status { /* round 2: did this rank map every peer's buffer? *
     int32_t err;  /* errno */
 } reg_status_t;
 
-static int reg_shared(const coll_comm_t *comm)
-{
-    const coll_comm_tp_t *tp;
-    if (comm->win_tp < 0 || comm->nranks < 2) {
-        return 0;
-    }
-    tp = &comm->tp[comm->win_tp];
-    return tp->ops->small_slot != NULL && tp->ops->small_poll != NULL &&
-           tp->ops->small_publish != NULL;
-}
-
 static void reg_unmap(coll_reg_t *reg)
 {
     for (int r = 0; reg->map != NULL && r < reg->comm->nranks; r++) {
@@ -321,7 +310,7 @@ COLL_API coll_result_t coll_comm_register(coll_comm_t *comm, void *buf, size_t b
     if (num < 0 && mine.status == REG_OK) {
         mine.status = REG_NO_MEMORY;
     }
-    if (reg_shared(comm)) {
+    if (coll_small_slots(comm)) {
         a.count = (size_t)(num < 0 ? comm->nregs : num);
         st      = reg_exchange(comm, mine.status == REG_OK ? reg : NULL, &a, &mine);
         if (st != COLL_OK && comm->error != COLL_OK) {
@@ -372,7 +361,7 @@ COLL_API coll_result_t coll_comm_deregister(coll_comm_t *comm, coll_reg_t *reg)
                                    "communicator",
                                    (void *)reg);
     }
-    if (reg_shared(comm) && comm->error == COLL_OK) { /* the sets change together */
+    if (coll_small_slots(comm) && comm->error == COLL_OK) { /* the sets change together */
         a.count = (size_t)num;
         coll_small_begin(comm, &a);
         st = coll_small_round(comm, &a, &num, sizeof(num), &parity, &t0);

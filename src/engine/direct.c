@@ -49,23 +49,13 @@ typedef struct direct_desc {
 
 int coll_direct_eligible(coll_comm_t *comm, coll_args_t *a)
 {
-    const coll_comm_tp_t *tp;
-    size_t                bytes = a->count * coll_dtype_size(a->dtype);
+    size_t bytes = a->count * coll_dtype_size(a->dtype);
 
-    if ((a->coll != COLL_OP_ALLREDUCE && a->coll != COLL_OP_REDUCE_SCATTER &&
-         a->coll != COLL_OP_ALLGATHER) ||
-        a->device || comm->regs_live == 0 || comm->win_tp < 0 || comm->nranks < 2 || bytes == 0 ||
-        bytes < coll_param_size(COLL_P_DIRECT_MIN) || !coll_param_bool(COLL_P_DIRECT)) {
-        return 0;
-    }
-    tp = &comm->tp[comm->win_tp];
-    if (tp->ops->small_slot == NULL || tp->ops->small_poll == NULL ||
-        tp->ops->small_publish == NULL) {
-        return 0;
-    }
-    a->layout = &comm->layout;
-    return strcmp(comm->algo_override, "auto") == 0 ||
-           !coll_algo_overridden(comm->nranks, a, comm->algo_override);
+    return (a->coll == COLL_OP_ALLREDUCE || a->coll == COLL_OP_REDUCE_SCATTER ||
+            a->coll == COLL_OP_ALLGATHER) &&
+           !a->device && comm->regs_live != 0 && bytes != 0 &&
+           bytes >= coll_param_size(COLL_P_DIRECT_MIN) && coll_param_bool(COLL_P_DIRECT) &&
+           coll_small_slots(comm) && coll_small_call_free(comm, a);
 }
 
 /* Where rank q's registered bytes [off, off + len) of registration num are mapped here. */

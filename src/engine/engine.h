@@ -85,6 +85,12 @@ coll_result_t coll_engine_start_gated(coll_comm_t *comm, const coll_args_t *args
 void coll_engine_open_gate(coll_task_t *req);
 /* Control plane and deadline checks for a wait on req (lock held); the communicator's error. */
 coll_result_t coll_engine_check(coll_comm_t *comm, coll_task_t *req);
+/* small.c: does comm have small-call slots (every rank on this host, windows up, the transport
+ * offers them)? Equal on every rank. */
+int coll_small_slots(const coll_comm_t *comm);
+/* Does COLL_ALGO leave this call to a path of its own (it forces no algorithm on it)? Sets
+ * a->layout. */
+int coll_small_call_free(coll_comm_t *comm, coll_args_t *a);
 /* small.c: may this blocking call run through the small-call slots (equal on every rank that
  * makes the same call)? Sets a->layout. */
 int coll_small_eligible(coll_comm_t *comm, coll_args_t *a);

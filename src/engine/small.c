@@ -32,24 +32,32 @@
 #define SMALL_TIGHT_S      50e-6 /* as wait.c: spin, then yield after each pass */
 #define SMALL_TIGHT_PASSES 2048u /* before the first pause: a pause costs up to ~140 cycles */
 
-int coll_small_eligible(coll_comm_t *comm, coll_args_t *a)
+int coll_small_slots(const coll_comm_t *comm)
 {
     const coll_comm_tp_t *tp;
-    size_t                bytes = a->count * coll_dtype_size(a->dtype);
-
-    if (a->coll != COLL_OP_ALLREDUCE || a->device || comm->win_tp < 0 || comm->nranks < 2 ||
-        bytes == 0 || bytes > coll_param_size(COLL_P_SMALL_MAX) || bytes > COLL_TP_SMALL_MAX) {
+    if (comm->win_tp < 0 || comm->nranks < 2) {
         return 0;
     }
     tp = &comm->tp[comm->win_tp];
-    if (tp->ops->small_slot == NULL || tp->ops->small_poll == NULL ||
-        tp->ops->small_publish == NULL) {
-        return 0;
-    }
+    return tp->ops->small_slot != NULL && tp->ops->small_poll != NULL &&
+           tp->ops->small_publish != NULL;
+}
+
+int coll_small_call_free(coll_comm_t *comm, coll_args_t *a)
+{
     a->layout = &comm->layout;
     /* COLL_ALGO forcing an algorithm on this call wins */
     return strcmp(comm->algo_override, "auto") == 0 ||
            !coll_algo_overridden(comm->nranks, a, comm->algo_override);
+}
+
+int coll_small_eligible(coll_comm_t *comm, coll_args_t *a)
+{
+    size_t bytes = a->count * coll_dtype_size(a->dtype);
+
+    return a->coll == COLL_OP_ALLREDUCE && !a->device && bytes != 0 &&
+           bytes <= coll_param_size(COLL_P_SMALL_MAX) && bytes <= COLL_TP_SMALL_MAX &&
+           coll_small_slots(comm) && coll_small_call_free(comm, a);
 }
 
 /* rank's slot holds this call: same count, dtype and op, else fail the communicator after the

@@ -3,12 +3,15 @@
  * Shareable memory (coll_mem_alloc) and registered buffers (coll_comm_register) over shm on one
  * host: blocking all-reduces, reduce-scatters and all-gathers whose buffers are registered on
  * every rank take the direct path (read from the library's info log: "direct, registered
- * buffers", once per communicator and collective), and give exactly the results of the normal
- * path, in and out of place, with nothing written next to the output; a buffer that is not
+ * buffers", once per communicator and collective), and give the exact expected results, in and
+ * out of place, with nothing written next to the output; a buffer that is not
  * registered on one rank, non-blocking calls, deregistered memory and COLL_DIRECT=0 keep the
  * normal path; argument errors, and one rank's bad buffer failing the registration on every
- * rank; a rank killed inside a direct all-reduce makes the others fail within COLL_TIMEOUT.
- * It does not measure speed. Usage: test_register [-n N]
+ * rank; a rank killed inside a direct all-reduce makes the others fail within COLL_TIMEOUT;
+ * ranks that deregister at different points get a mismatch; pushing (the default) and reading
+ * (COLL_DIRECT_PUSH=0), plain and non-temporal copies. It does not measure speed.
+ * Longer than the style's 800 lines: one program for the whole feature, whose cases share the
+ * buffers, the log counting and the expected values. Usage: test_register [-n N]
  */
 #include "coll_test.h"
 #include "mp_data.h"
