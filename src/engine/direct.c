@@ -2,23 +2,27 @@
 /*
  * The direct path: blocking all-reduce, reduce-scatter and all-gather among ranks of one host
  * whose buffers every rank registered (coll_comm_register), so that every rank has the others'
- * buffers mapped. No staging and no messages: each rank reads what it needs from the peers'
- * buffers and writes only its own.
+ * buffers mapped (to read and write). No staging and no messages.
  *
- *   all-reduce      rank r reduces slice r of every rank's input, in rank order, into slice r of
- *                   its output; once every rank has, it copies the other slices from their
- *                   owners' outputs. Per rank: reads n/n + 1 - 1/n of S, writes S (2 ranks: the
- *                   bound's reads and writes plus S/2 read).
- *   reduce-scatter  rank r reduces block r of every rank's input into its output.
- *   all-gather      rank r copies every rank's input into its output.
+ *   all-reduce      rank r reduces slice r of every rank's input, in rank order, a block at a
+ *                   time, into its own output and writes the block into every peer's output
+ *                   while it is in the cache (pushed; input and output registered). Per rank:
+ *                   reads S, writes S, the bound's bytes. With COLL_DIRECT_PUSH=0 it reduces
+ *                   slice r into its output only and, after a round, copies the other slices
+ *                   from their owners' outputs (reads S + S/2 at 2 ranks).
+ *   reduce-scatter  rank r reduces block r of every rank's input into its output (inputs
+ *                   registered).
+ *   all-gather      rank r writes its input into every rank's output (pushed, outputs
+ *                   registered), else copies every rank's input into its own output (inputs
+ *                   registered).
  *
  * Rounds of the small-call slots (src/engine/small.c) order it: the first publishes where each
- * rank's buffers are (registration number and offset) and the set of registrations it holds;
- * unless every rank's buffers are registered in a set that every rank holds, every rank leaves
- * for the engine together. One more round between the all-reduce's two phases, and a last one
- * before returning, so that no rank's buffers change while another still reads them. Timeouts
- * and dead ranks are those of the slots' waits. In place works as a slice is written only by the
- * rank that owns it, which no other rank reads before the next round.
+ * rank's buffers are (registration number and offset), the set of registrations it holds and
+ * whether it pushes; from these every rank makes the same choice, the engine included when not
+ * enough is registered. A last round before returning keeps every buffer unchanged until no
+ * other rank reads or writes it. Timeouts and dead ranks are those of the slots' waits. In place
+ * works as each slice (block) is read and written by its owner alone: a pushed all-reduce block
+ * is read from every input before it is written into every output.
  */
 #include "engine.h"
 #include "api/register.h"
