@@ -231,9 +231,9 @@ COLL_API coll_result_t coll_comm_stats(coll_comm_t *comm, char *buf, size_t len)
  * Like ncclMemAlloc and ncclCommWindowRegister: memory from coll_mem_alloc() can be mapped by the
  * other processes of its host. Once every rank of a one-host communicator has registered such a
  * buffer with coll_comm_register(), blocking all-reduces (send and receive buffers registered),
- * reduce-scatters and all-gathers (send buffers registered) whose buffers lie in registered
- * memory on every rank read the peers' buffers directly (one copy, no staging); other calls run
- * as before. */
+ * reduce-scatters (send buffers) and all-gathers (receive, else send buffers) whose buffers lie
+ * in registered memory on every rank use the peers' buffers directly (one copy, no staging);
+ * other calls run as before. */
 
 /** @brief Opaque registration of a buffer with a communicator. */
 typedef struct coll_reg coll_reg_t;
