@@ -27,10 +27,10 @@ endif
 
 # Collectives on CUDA memory and streams: the proxy and staging need the CUDA runtime; without
 # CUDA a stub answers that no pointer is device memory.
-COLL_LIB_SOURCES += src/api/colls_stream.c src/cuda/cuda.h
+COLL_LIB_SOURCES += src/api/colls_stream.c src/cuda/cuda.h src/cuda/p2p_plan.h src/cuda/p2p_plan.c
 if HAVE_CUDA
 COLL_LIB_SOURCES += src/cuda/driver.h src/cuda/mem.c src/cuda/devop.h src/cuda/devop.c \
-    src/cuda/proxy.c src/cuda/ipc.c src/cuda/kernels.h
+    src/cuda/proxy.c src/cuda/ipc.c src/cuda/p2p.h src/cuda/p2p.c src/cuda/kernels.h
 libcoll_internal_la_LIBADD += src/cuda/kernels.lo
 else
 COLL_LIB_SOURCES += src/cuda/nocuda.c

@@ -14,6 +14,7 @@
  * a host function on the stream blocks until the call completes.
  */
 #include "cuda/devop.h"
+#include "cuda/p2p.h"
 #include "api/check.h"
 #include "cuda/driver.h"
 #include "compiler.h"
@@ -51,7 +52,7 @@ static size_t stage_need(const coll_devop_t *d, size_t *roff_p)
     uintptr_t s = (uintptr_t)d->usend, r = (uintptr_t)d->urecv;
 
     *roff_p = 0;
-    if (d->direct || (!d->send_dev && !d->recv_dev)) {
+    if (d->direct || d->p2p != NULL || (!d->send_dev && !d->recv_dev)) {
         return 0;
     }
     if (d->send_dev && d->recv_dev && s < r + d->recv_bytes && r < s + d->send_bytes) {
@@ -170,6 +171,7 @@ void coll_devop_put(coll_devop_t *d)
     }
     pthread_mutex_unlock(&cc->qlock);
     coll_free(d->heap);
+    coll_p2p_op_free(d->p2p);
     pthread_mutex_destroy(&d->mu);
     pthread_cond_destroy(&d->cv);
     coll_free(d);
@@ -190,7 +192,7 @@ void coll_devop_finish(coll_devop_t *d, coll_result_t st)
     }
 }
 
-static void devop_engine_done(void *arg, coll_result_t st)
+void coll_devop_engine_done(void *arg, coll_result_t st)
 {
     coll_devop_t *d = arg;
     d->status       = st;
@@ -229,6 +231,19 @@ static coll_result_t devop_stream_wait(coll_cuda_comm_t *cc, coll_devop_t *d)
         return coll_set_last_error(COLL_ERR_CUDA, "cudaLaunchHostFunc: %s", cudaGetErrorString(e));
     }
     return COLL_OK;
+}
+
+/* Map the device windows of every rank at the first call that uses them: collective, made
+ * with comm->lock released (held at entry and at return). */
+static coll_result_t devop_windows(coll_comm_t *comm, coll_cuda_comm_t *cc)
+{
+    coll_result_t st = COLL_OK;
+    if (!cc->ipc_tried) {
+        pthread_mutex_unlock(&comm->lock);
+        st = coll_cuda_ipc_setup(comm, cc);
+        pthread_mutex_lock(&comm->lock);
+    }
+    return st;
 }
 
 coll_result_t coll_cuda_start(coll_comm_t *comm, const coll_args_t *a, const void *sendbuf,
@@ -274,19 +289,22 @@ coll_result_t coll_cuda_start(coll_comm_t *comm, const coll_args_t *a, const voi
         pthread_mutex_unlock(&comm->lock);
         goto free_d;
     }
+    /* The p2p path (p2p.c): data moves between the ranks' device windows, which the first
+     * call that wants them maps from every rank, collectively. */
+    int p2p = coll_p2p_wanted(comm, d);
+    if (p2p && (st = devop_windows(comm, cc)) != COLL_OK) {
+        pthread_mutex_unlock(&comm->lock);
+        goto free_d;
+    }
+    p2p = p2p && cc->ipc_ok && coll_p2p_plan_fits(a, comm->nranks, cc->win_bytes);
     /* The direct path: an all-reduce whose buffers are all device memory on every rank (the
      * rule: one call passes the same kind of memory everywhere), ranks sharing a host. The
      * first such call maps the device windows, collectively. */
-    if (a->coll == COLL_OP_ALLREDUCE && d->send_dev && d->recv_dev && comm->layout.shared_window &&
-        coll_param_bool(COLL_P_CUDA_DIRECT)) {
-        if (!cc->ipc_tried) {
+    if (!p2p && a->coll == COLL_OP_ALLREDUCE && d->send_dev && d->recv_dev &&
+        comm->layout.shared_window && coll_param_bool(COLL_P_CUDA_DIRECT)) {
+        if ((st = devop_windows(comm, cc)) != COLL_OK) {
             pthread_mutex_unlock(&comm->lock);
-            st = coll_cuda_ipc_setup(comm, cc);
-            pthread_mutex_lock(&comm->lock);
-            if (st != COLL_OK) {
-                pthread_mutex_unlock(&comm->lock);
-                goto free_d;
-            }
+            goto free_d;
         }
         d->args.device = 1;
         d->args.layout = &cc->dev_layout;
@@ -304,7 +322,7 @@ coll_result_t coll_cuda_start(coll_comm_t *comm, const coll_args_t *a, const voi
     if (old != cc->device) {
         cudaSetDevice(cc->device);
     }
-    size_t roff, need = stage_need(d, &roff);
+    size_t roff, need = p2p ? 0 : stage_need(d, &roff);
     if (need > cc->stage_cap) {
         d->heap = coll_malloc(need, "staging buffer");
         if (d->heap == NULL) {
@@ -321,10 +339,12 @@ coll_result_t coll_cuda_start(coll_comm_t *comm, const coll_args_t *a, const voi
                                  "another device, or destroyed?)",
                                  coll_op_name(a->coll));
     }
-    if (st == COLL_OK) {
+    if (st == COLL_OK && p2p) {
+        st = coll_p2p_prepare(comm, cc, d);
+    } else if (st == COLL_OK) {
         /* the proxy points it at staging before opening the gate */
-        st      = coll_engine_start_gated(comm, &d->args, sendbuf, recvbuf, devop_engine_done, d,
-                                          &d->req);
+        st = coll_engine_start_gated(comm, &d->args, sendbuf, recvbuf, coll_devop_engine_done, d,
+                                     &d->req);
         d->req0 = d->req;
     }
     if (st == COLL_OK) {
@@ -364,6 +384,7 @@ free_d:
         pthread_mutex_unlock(&comm->cuda->qlock);
     }
     coll_free(d->heap);
+    coll_p2p_op_free(d->p2p);
     pthread_mutex_destroy(&d->mu);
     pthread_cond_destroy(&d->cv);
     coll_free(d);

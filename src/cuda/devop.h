@@ -11,24 +11,25 @@
 #include <stdatomic.h>
 
 typedef struct coll_devop {
-    coll_comm_t *comm;
-    coll_args_t  args;
-    const void  *usend; /* the caller's buffers */
-    void        *urecv;
-    size_t       send_bytes; /* read and written on this rank; 0 when unused here */
-    size_t       recv_bytes;
-    int          direct;   /* 1: runs on device memory in place (ipc.c), no staging */
-    int          send_dev; /* 1: the buffer is device memory (staged unless direct) */
-    int          recv_dev;
-    void        *esend; /* what the engine reads and writes */
-    void        *erecv;
-    void        *heap;  /* staging from the heap when the pinned region is too small */
-    cudaEvent_t  ready; /* recorded on the caller's stream at the call */
-    cudaStream_t ustream;
-    int          stream_ordered;
-    uint32_t     ticket; /* the caller's stream waits for flag >= ticket */
-    coll_task_t *req;    /* the gated engine request, until it ends */
-    coll_task_t *req0;   /* the same, kept: the memory stays valid until destroy or its end */
+    coll_comm_t        *comm;
+    coll_args_t         args;
+    const void         *usend; /* the caller's buffers */
+    void               *urecv;
+    size_t              send_bytes; /* read and written on this rank; 0 when unused here */
+    size_t              recv_bytes;
+    int                 direct;   /* 1: runs on device memory in place (ipc.c), no staging */
+    struct coll_p2p_op *p2p;      /* the p2p path (p2p.c): through the device windows */
+    int                 send_dev; /* 1: the buffer is device memory (staged unless direct) */
+    int                 recv_dev;
+    void               *esend; /* what the engine reads and writes */
+    void               *erecv;
+    void               *heap;  /* staging from the heap when the pinned region is too small */
+    cudaEvent_t         ready; /* recorded on the caller's stream at the call */
+    cudaStream_t        ustream;
+    int                 stream_ordered;
+    uint32_t            ticket; /* the caller's stream waits for flag >= ticket */
+    coll_task_t        *req;    /* the gated engine request, until it ends */
+    coll_task_t        *req0; /* the same, kept: the memory stays valid until destroy or its end */
 
     atomic_int         engine_done; /* on_done ran: status holds the engine's result */
     atomic_int         complete;    /* results are in the caller's buffers (or it failed) */
@@ -61,7 +62,7 @@ typedef struct coll_cuda_comm {
     void  *stage;
     size_t stage_cap;
     int    stage_mapped; /* 1: mmap on the rank's NUMA node + cudaHostRegister; 0: cudaHostAlloc */
-    /* the direct path (ipc.c): device windows of every rank, mapped here */
+    /* device windows of every rank, mapped here (ipc.c; the direct and p2p paths) */
     int                ipc_tried, ipc_ok;
     size_t             win_bytes; /* per half */
     void              *win_own;   /* this rank's two halves */
@@ -72,6 +73,7 @@ typedef struct coll_cuda_comm {
     cudaStream_t       exec;       /* window and local steps of device calls */
     cudaEvent_t        events[64]; /* free ready-events */
     int                nevents;
+    unsigned           p2p_logged; /* the p2p path (p2p.c): by collective, its first call logged */
 } coll_cuda_comm_t;
 
 /* proxy.c */
@@ -87,6 +89,7 @@ void          coll_cuda_ipc_close(coll_cuda_comm_t *cc, int nranks);
 
 /* devop.c */
 void          coll_devop_put(coll_devop_t *d);
+void          coll_devop_engine_done(void *arg, coll_result_t st); /* on_done of its request */
 void          coll_devop_finish(coll_devop_t *d, coll_result_t st);
 coll_result_t coll_devop_stage(coll_cuda_comm_t *cc, coll_devop_t *d); /* proxy only */
 

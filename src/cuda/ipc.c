@@ -1,16 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The direct device path: device windows shared through CUDA IPC, and the synchronous copy and
- * reduction that the engine's window and local steps run on device memory. At the first device
- * all-reduce of a communicator whose ranks share one host (and the shm transport's windows),
- * every rank allocates two halves of COLL_CUDA_WINDOW_SIZE bytes, and the ranks exchange IPC
- * handles with an all-gather on host memory. If any rank cannot, every rank learns it from the
- * same all-gather and the communicator keeps to staging. The one-shot and two-shot all-reduce
- * schedules then run unchanged: their flags and acknowledgements are the host windows', their
- * data moves between device windows by copy engine and reduction kernels.
+ * Device windows shared through CUDA IPC, and the synchronous copy and reduction that the
+ * direct path's window and local steps run on device memory. With COLL_CUDA_DIRECT (ranks of
+ * one host sharing shm windows) or COLL_CUDA_P2P (ranks of one host, p2p.c), every rank
+ * allocates two halves of COLL_CUDA_WINDOW_SIZE bytes with its device state, before any call
+ * of the communicator can be in flight; the first call that uses them exchanges the IPC handles
+ * with an all-gather on host memory and maps every other rank's window. If any rank cannot,
+ * every rank learns it from the same all-gather and the communicator keeps to staging. On the
+ * direct path the one-shot and two-shot all-reduce schedules then run unchanged: their flags
+ * and acknowledgements are the host windows', their data moves between device windows by copy
+ * engine and reduction kernels.
  */
 #include "cuda/devop.h"
 #include "cuda/kernels.h"
+#include "cuda/p2p.h"
 #include "error.h"
 #include "log.h"
 #include "param.h"
@@ -30,7 +33,9 @@ void coll_cuda_ipc_alloc(coll_comm_t *comm, coll_cuda_comm_t *cc)
     cudaError_t e;
 
     cc->win_bytes = coll_param_size(COLL_P_CUDA_WINDOW_SIZE);
-    if (cc->win_bytes == 0 || !coll_param_bool(COLL_P_CUDA_DIRECT) || !comm->layout.shared_window) {
+    if (cc->win_bytes == 0 ||
+        !((coll_param_bool(COLL_P_CUDA_DIRECT) && comm->layout.shared_window) ||
+          coll_p2p_possible(comm))) {
         return;
     }
     e = cudaStreamCreateWithFlags(&cc->exec, cudaStreamNonBlocking);

@@ -10,6 +10,7 @@
 #include "cuda/devop.h"
 #include "cuda/driver.h"
 #include "cuda/kernels.h"
+#include "cuda/p2p.h"
 #include "error.h"
 #include "log.h"
 #include "param.h"
@@ -35,21 +36,22 @@ static coll_result_t proxy_cuda_error(coll_devop_t *d, const char *what, cudaErr
     return st;
 }
 
-/* Drive progress until the engine is done with d's request. */
-static void proxy_drive(coll_devop_t *d)
+/* Drive progress until the engine is done with a request of d (*done set; *req is the
+ * request until then). */
+static void proxy_drive_until(coll_devop_t *d, atomic_int *done, coll_task_t *const *req)
 {
     coll_comm_t *comm = d->comm;
 
-    while (!atomic_load_explicit(&d->engine_done, memory_order_acquire)) {
+    while (!atomic_load_explicit(done, memory_order_acquire)) {
         if (pthread_mutex_trylock(&comm->lock) == 0) {
-            if (!atomic_load(&d->engine_done)) {
+            if (!atomic_load(done)) {
                 coll_engine_progress(comm);
             }
-            if (!atomic_load(&d->engine_done)) {
-                coll_engine_check(comm, d->req);
+            if (!atomic_load(done)) {
+                coll_engine_check(comm, *req);
                 coll_engine_progress(comm); /* reaps it if the check failed the communicator */
             }
-            if (!atomic_load(&d->engine_done)) {
+            if (!atomic_load(done)) {
                 coll_engine_block(comm, PROXY_SLICE_S);
             }
             pthread_mutex_unlock(&comm->lock);
@@ -59,6 +61,79 @@ static void proxy_drive(coll_devop_t *d)
             nanosleep(&ts, NULL);
         }
     }
+}
+
+static void proxy_drive(coll_devop_t *d)
+{
+    proxy_drive_until(d, &d->engine_done, &d->req);
+}
+
+/* A call on the p2p path (p2p.c): each phase to its end, then its exchange. After a failure
+ * here or on any rank (a card says so) no rank moves more data, but every exchange still runs:
+ * all are numbered. */
+static void proxy_run_p2p(coll_cuda_comm_t *cc, coll_devop_t *d)
+{
+    coll_p2p_op_t *op   = d->p2p;
+    coll_comm_t   *comm = d->comm;
+    int            n = comm->nranks, bad = -1;
+    coll_result_t  st = COLL_OK, mine = COLL_OK, badst = COLL_OK;
+    cudaError_t    e = cudaEventSynchronize(d->ready);
+
+    if (e != cudaSuccess) {
+        st = proxy_cuda_error(d, "waiting for the caller's stream", e);
+    }
+    for (int k = 0; k < op->plan.nx; k++) {
+        if (st == COLL_OK && mine == COLL_OK && bad < 0) {
+            mine = coll_p2p_phase(comm, cc, d, k);
+        }
+        op->mine[k].status = (int32_t)mine;
+        if (st == COLL_OK && op->x[k].gate != NULL) {
+            coll_engine_open_gate(op->x[k].gate);
+        }
+        /* a failed communicator reaps a closed gate with its error */
+        proxy_drive_until(d, &op->x[k].done, &op->x[k].req);
+        if (st == COLL_OK) {
+            st = op->x[k].status;
+        }
+        for (int q = 0; q < n && st == COLL_OK && bad < 0; q++) {
+            const coll_p2p_card_t *c = &op->cards[(size_t)k * (size_t)n + (size_t)q];
+            if (c->status != COLL_OK) {
+                bad   = q;
+                badst = (coll_result_t)c->status;
+            } else if (c->coll != op->mine[k].coll || c->print != op->mine[k].print) {
+                bad   = q;
+                badst = COLL_ERR_MISMATCH;
+            }
+        }
+    }
+    if (st == COLL_OK && bad >= 0) {
+        const coll_p2p_card_t *c = &op->cards[(size_t)bad];
+        pthread_mutex_lock(&comm->lock);
+        if (bad == comm->rank) {
+            st = coll_comm_fail(comm, badst, "rank %d: %s #%u on device memory (p2p): %s",
+                                comm->rank, coll_op_name(d->args.coll), d->ticket, op->why);
+        } else if (badst == COLL_ERR_MISMATCH) {
+            st = coll_comm_fail(comm, badst,
+                                "rank %d: %s #%u on device memory (p2p): rank %d called %s with "
+                                "other arguments",
+                                comm->rank, coll_op_name(d->args.coll), d->ticket, bad,
+                                c->coll >= 0 && c->coll < COLL_OP_COUNT ? coll_op_name(c->coll)
+                                                                        : "something else");
+        } else {
+            st = coll_comm_fail(comm, badst,
+                                "rank %d: %s #%u on device memory (p2p) failed on rank %d (%s; "
+                                "its log says why)",
+                                comm->rank, coll_op_name(d->args.coll), d->ticket, bad,
+                                coll_strerror(badst));
+        }
+        pthread_mutex_unlock(&comm->lock);
+    }
+    if (st != COLL_OK) {
+        coll_warn(COLL, "rank %d: %s on device memory failed: %s", comm->rank,
+                  coll_op_name(d->args.coll), comm->last_error);
+    }
+    coll_devop_finish(d, st);
+    coll_devop_put(d);
 }
 
 static void proxy_run(coll_cuda_comm_t *cc, coll_devop_t *d)
@@ -137,7 +212,11 @@ static void *proxy_main(void *arg)
             cc->tail = NULL;
         }
         pthread_mutex_unlock(&cc->qlock);
-        proxy_run(cc, d);
+        if (d->p2p != NULL) {
+            proxy_run_p2p(cc, d);
+        } else {
+            proxy_run(cc, d);
+        }
         pthread_mutex_lock(&cc->qlock);
     }
     pthread_mutex_unlock(&cc->qlock);

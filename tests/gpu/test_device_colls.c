@@ -9,6 +9,7 @@
  * Usage: test_device_colls [-n NRANKS]
  */
 #include "coll_test.h"
+#include "gpu_probe.h"
 #include "mp_data.h"
 
 #include <cuda_runtime.h>
@@ -347,7 +348,7 @@ static int dc_rank_main(int rank, int n, coll_comm_t *comm, void *arg)
 
 int main(int argc, char **argv)
 {
-    int ndev = 0, only_n = 0, opt, failed = 0, total = 0;
+    int only_n = 0, opt, failed = 0, total = 0;
     while ((opt = getopt(argc, argv, "n:")) != -1) {
         if (opt == 'n') {
             only_n = atoi(optarg);
@@ -356,48 +357,42 @@ int main(int argc, char **argv)
             return COLL_TEST_HARD;
         }
     }
-    /* CUDA must not be initialised in a process that forks ranks: ask in a child */
-    pid_t pid = fork();
-    if (pid == 0) {
-        cudaError_t e = cudaGetDeviceCount(&ndev);
-        if (e != cudaSuccess || ndev == 0) {
-            printf("SKIP: no CUDA device: %s\n",
-                   e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
-            fflush(stdout);
-            _exit(1);
-        }
-        _exit(0);
-    }
-    int wst = 0;
-    if (pid < 0 || waitpid(pid, &wst, 0) != pid || !WIFEXITED(wst) || WEXITSTATUS(wst) != 0) {
+    if (!gpu_probe_forked()) {
         return COLL_TEST_SKIP;
     }
     static const int counts[] = {1, 2, 3, 4};
     const char      *tps[8];
     int              ntp = coll_test_transports(tps, 8);
-    /* staged (COLL_CUDA_DIRECT=0) everywhere; the direct path too where windows exist (shm),
-     * unless the caller chose one */
-    int user_direct = getenv("COLL_CUDA_DIRECT") != NULL;
+    /* The paths of device calls: p2p (device windows mapped by CUDA IPC, COLL_CUDA_P2P=1),
+     * staged through pinned host memory, and the direct all-reduce (COLL_CUDA_DIRECT=1, where
+     * shm gives windows); each over every transport it works on, unless the caller chose one. */
+    static const char *const paths[][2] = {{"1", "0"}, {"0", "0"}, {"0", "1"}};
+    int user = getenv("COLL_CUDA_P2P") != NULL || getenv("COLL_CUDA_DIRECT") != NULL;
     for (int t = 0; t < ntp; t++) {
-        int ndirect = !user_direct && strcmp(tps[t], "shm") == 0 ? 2 : 1;
-        for (int direct = 0; direct < ndirect; direct++) {
-            if (!user_direct) {
-                setenv("COLL_CUDA_DIRECT", direct ? "1" : "0", 1);
+        int npaths = user ? 1 : strcmp(tps[t], "shm") == 0 ? 3 : 2;
+        for (int p = 0; p < npaths; p++) {
+            if (!user) {
+                setenv("COLL_CUDA_P2P", paths[p][0], 1);
+                setenv("COLL_CUDA_DIRECT", paths[p][1], 1);
             }
-            const char *how = getenv("COLL_CUDA_DIRECT");
+            char how[96];
+            snprintf(how, sizeof(how), "COLL_CUDA_P2P=%s COLL_CUDA_DIRECT=%s",
+                     getenv("COLL_CUDA_P2P") ? getenv("COLL_CUDA_P2P") : "(default)",
+                     getenv("COLL_CUDA_DIRECT") ? getenv("COLL_CUDA_DIRECT") : "(default)");
             for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++) {
                 if (only_n > 0 && counts[i] != only_n) {
                     continue;
                 }
                 coll_test_opts_t o = {
                     .nranks = counts[i], .want_comm = 1, .timeout_s = 300, .transport = tps[t]};
-                printf("%s over %s, COLL_CUDA_DIRECT=%s:\n", argv[0], tps[t], how);
+                printf("%s over %s, %s:\n", argv[0], tps[t], how);
                 fflush(stdout);
                 int rc = coll_test_run_ranks(&o, dc_rank_main, NULL);
                 total++;
                 failed += rc != 0;
-                printf("%s: %s, COLL_CUDA_DIRECT=%s, %d ranks: %s\n", rc ? "FAIL" : "PASS", tps[t],
-                       how, counts[i], rc ? "failed" : "ok");
+                printf("%s: %s, %s, %d ranks: %s\n", rc ? "FAIL" : "PASS", tps[t], how, counts[i],
+                       rc ? "failed" : "ok");
+                fflush(stdout);
             }
         }
     }

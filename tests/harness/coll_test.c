@@ -67,6 +67,34 @@ coll_result_t coll_test_comm_create(const char *dir, int rank, int nranks, coll_
     return coll_comm_init_rank(comm_p, nranks, id, rank);
 }
 
+int coll_test_log_count(const char *mark)
+{
+    const char *pat = getenv("COLL_DEBUG_FILE");
+    char        path[4096], line[2048];
+    size_t      used  = 0;
+    int         count = 0;
+    if (pat == NULL || pat[0] == '\0') {
+        return 0;
+    }
+    for (const char *p = pat; *p != '\0' && used + 16 < sizeof(path); p++) {
+        if (p[0] == '%' && p[1] == 'p') {
+            used += (size_t)snprintf(path + used, sizeof(path) - used, "%d", (int)getpid());
+            p++;
+        } else {
+            path[used++] = *p;
+        }
+    }
+    path[used] = '\0';
+    FILE *f    = fopen(path, "r");
+    while (f != NULL && fgets(line, sizeof(line), f) != NULL) {
+        count += strstr(line, mark) != NULL;
+    }
+    if (f != NULL) {
+        fclose(f);
+    }
+    return count;
+}
+
 int coll_test_transports(const char *list[], int max)
 {
     static char buf[256];

@@ -135,33 +135,10 @@ static void reg_drift(int rank, int call)
 
 /* ---- the library's info log: lines saying the direct path ran ---- */
 
-/* Lines of this process' log (COLL_DEBUG_FILE with %p = our pid) that contain DIRECT_MARK. */
+/* Lines of this process' log that contain DIRECT_MARK. */
 static int reg_log_count(void)
 {
-    const char *pat = getenv("COLL_DEBUG_FILE");
-    char        path[PATH_MAX], line[2048];
-    size_t      used  = 0;
-    int         count = 0;
-    if (pat == NULL || pat[0] == '\0') {
-        return 0;
-    }
-    for (const char *p = pat; *p != '\0' && used + 16 < sizeof(path); p++) {
-        if (p[0] == '%' && p[1] == 'p') {
-            used += (size_t)snprintf(path + used, sizeof(path) - used, "%d", (int)getpid());
-            p++;
-        } else {
-            path[used++] = *p;
-        }
-    }
-    path[used] = '\0';
-    FILE *f    = fopen(path, "r");
-    while (f != NULL && fgets(line, sizeof(line), f) != NULL) {
-        count += strstr(line, DIRECT_MARK) != NULL;
-    }
-    if (f != NULL) {
-        fclose(f);
-    }
-    return count;
+    return coll_test_log_count(DIRECT_MARK);
 }
 
 /* Direct-path lines logged since `before` (a reg_log_count value), summed over the ranks of
