@@ -104,6 +104,9 @@ coll_result_t coll_cuda_ipc_setup(coll_comm_t *comm, coll_cuda_comm_t *cc)
     }
     coll_info(COLL, "rank %d: device windows %s (%zu bytes per half)", comm->rank,
               cc->ipc_ok ? "mapped from every rank" : "not used", cc->win_bytes);
+    if (cc->ipc_ok && coll_p2p_possible(comm)) {
+        coll_p2p_log_links(comm);
+    }
     coll_free(all);
     return st;
 }

@@ -39,6 +39,8 @@
 #include "cuda/p2p.h"
 #include "api/tune.h"
 #include "cuda/kernels.h"
+#include "cuda/p2p_topo.h"
+#include "topo/local.h"
 #include "error.h"
 #include "log.h"
 #include "param.h"
@@ -48,8 +50,36 @@
 
 int coll_p2p_possible(const coll_comm_t *comm)
 {
-    return coll_param_bool(COLL_P_CUDA_P2P) && comm->layout.nhosts == 1 && comm->nranks >= 2 &&
-           comm->nranks <= COLL_P2P_MAX_RANKS && comm->nranks <= COLL_CUDA_MAX_SRCS;
+    const coll_topo_t *topo = NULL;
+
+    if (!coll_param_bool(COLL_P_CUDA_P2P) || comm->layout.nhosts != 1 || comm->nranks < 2 ||
+        comm->nranks > COLL_P2P_MAX_RANKS || comm->nranks > COLL_CUDA_MAX_SRCS) {
+        return 0;
+    }
+    /* the same model and places on every rank: the same answer */
+    return coll_topo_host(&topo) != COLL_OK || comm->places == NULL ||
+           coll_p2p_topo_allows(topo, comm->places, comm->nranks,
+                                coll_param_enum(COLL_P_CUDA_P2P_LEVEL));
+}
+
+void coll_p2p_log_links(const coll_comm_t *comm)
+{
+    const coll_topo_t *topo = NULL;
+    coll_topo_link_t   w;
+    int                a, b;
+
+    if (coll_topo_host(&topo) != COLL_OK || comm->places == NULL ||
+        !coll_p2p_worst_link(topo, comm->places, comm->nranks, &w, &a, &b)) {
+        coll_info(COLL,
+                  "rank %d: p2p: the host's model does not hold every rank's GPU; the CUDA "
+                  "IPC mapping of the windows decides",
+                  comm->rank);
+    } else if (w == COLL_TOPO_LINK_X) {
+        coll_info(COLL, "rank %d: p2p: every rank on one GPU", comm->rank);
+    } else {
+        coll_info(COLL, "rank %d: p2p: GPUs linked by %s at worst (ranks %d and %d)", comm->rank,
+                  coll_topo_link_name(w), a, b);
+    }
 }
 
 int coll_p2p_wanted(const coll_comm_t *comm, const coll_devop_t *d)

@@ -36,9 +36,13 @@ typedef struct coll_p2p_op {
     char             why[256]; /* this rank's failure, for the message */
 } coll_p2p_op_t;
 
-/* Could a communicator use the path at all (ranks on one host, 2..COLL_P2P_MAX_RANKS of them,
- * COLL_CUDA_P2P)? Decides whether device windows are allocated with its device state. */
+/* Could a communicator use the path at all (COLL_CUDA_P2P, ranks on one host, 2 to
+ * COLL_P2P_MAX_RANKS of them, their GPUs linked within COLL_CUDA_P2P_LEVEL: p2p_topo.h)? Decides
+ * whether device windows are allocated with its device state. */
 int coll_p2p_possible(const coll_comm_t *comm);
+
+/* Log (INFO) the worst link between the ranks' GPUs, once the windows are mapped. */
+void coll_p2p_log_links(const coll_comm_t *comm);
 
 /* May this call take the path (equal on every rank making it: its buffers are device memory,
  * it is a collective, the communicator could)? Before the windows are mapped too. */
