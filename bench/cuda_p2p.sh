@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# Device collectives among ranks sharing one GPU: the p2p path (COLL_CUDA_P2P=1, the peers'
-# buffers mapped by CUDA IPC) against staging through pinned host memory (COLL_CUDA_P2P=0),
+# Device collectives among ranks sharing one GPU: the p2p path (COLL_CUDA_P2P=1, through the
+# ranks' device windows mapped by CUDA IPC) against staging through pinned host memory (=0),
 # interleaved (p2p, staged, p2p, staged ...), beside the device-to-device copy bandwidth
 # (bench/cuda_copy_bw). Raw collbench output goes to OUTDIR, one file per run; the table of
 # medians is printed at the end (bench/cuda_p2p_summary.awk).
@@ -18,7 +18,7 @@ while getopts "n:r:e:C:i:" o; do
         e) maxb=$OPTARG ;;
         C) colls=$OPTARG ;;
         i) iters=$OPTARG ;;
-        *) sed -n '8,11p' "$0"; exit 2 ;;
+        *) sed -n '9,11p' "$0"; exit 2 ;;
     esac
 done
 shift $((OPTIND - 1))

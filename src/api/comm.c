@@ -309,6 +309,7 @@ static void comm_free(coll_comm_t *comm)
         }
     }
     coll_engine_free_zombies(comm);
+    coll_cuda_comm_free(comm); /* after the endpoints and every rank's destroy */
     coll_reg_free_all(comm);
     coll_engine_cache_clear(comm);
     coll_diag_stats_free(comm);

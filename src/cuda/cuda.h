@@ -37,8 +37,12 @@ coll_result_t coll_cuda_start(coll_comm_t *comm, const coll_args_t *a, const voi
 coll_result_t coll_cuda_wait(coll_task_t *req);
 int           coll_cuda_test(coll_task_t *req, coll_result_t *status_p);
 
-/* Destroy: let queued device operations end, stop the proxy, free staging. */
+/* Destroy: let queued device operations end, stop the proxy, close the mappings of the other
+ * ranks' device windows. Then, once every rank is past that (the bootstrap's closing exchange)
+ * and the endpoints are closed, coll_cuda_comm_free frees the own window, staging and what
+ * failed calls may still have referenced. Both may be called more than once. */
 void coll_cuda_comm_destroy(coll_comm_t *comm);
+void coll_cuda_comm_free(coll_comm_t *comm);
 
 /* ---- the direct device path: schedules of window and local steps on device memory ----
  * Device windows: two halves per rank of COLL_CUDA_WINDOW_SIZE bytes of device memory, mapped

@@ -289,14 +289,17 @@ coll_result_t coll_cuda_start(coll_comm_t *comm, const coll_args_t *a, const voi
         pthread_mutex_unlock(&comm->lock);
         goto free_d;
     }
-    /* The p2p path (p2p.c): data moves between the ranks' device windows, which the first
-     * call that wants them maps from every rank, collectively. */
-    int p2p = coll_p2p_wanted(comm, d);
-    if (p2p && (st = devop_windows(comm, cc)) != COLL_OK) {
+    /* The device windows (p2p and direct paths) are mapped from every rank, collectively, at
+     * the communicator's first call on device memory (the same call on every rank), before
+     * any of its calls can make a stream wait: mapping while a stream waits for the proxy may
+     * wait for that stream. */
+    if (coll_cuda_windows_wanted(comm) && (st = devop_windows(comm, cc)) != COLL_OK) {
         pthread_mutex_unlock(&comm->lock);
         goto free_d;
     }
-    p2p = p2p && cc->ipc_ok && coll_p2p_plan_fits(a, comm->nranks, cc->win_bytes);
+    /* The p2p path (p2p.c): data moves between the ranks' device windows. */
+    int p2p = coll_p2p_wanted(comm, d) && cc->ipc_ok &&
+              coll_p2p_plan_fits(a, comm->nranks, cc->win_bytes);
     /* The direct path: an all-reduce whose buffers are all device memory on every rank (the
      * rule: one call passes the same kind of memory everywhere), ranks sharing a host. The
      * first such call maps the device windows, collectively. */
@@ -419,25 +422,44 @@ int coll_cuda_test(coll_task_t *h, coll_result_t *status_p)
 void coll_cuda_comm_destroy(coll_comm_t *comm)
 {
     coll_cuda_comm_t *cc = comm->cuda;
+    if (cc == NULL || cc->stopped) {
+        return;
+    }
+    cc->stopped = 1;
+    coll_cuda_proxy_stop(cc);
+    coll_cuda_ipc_close(cc, comm->nranks, comm->rank);
+    for (int i = 0; i < cc->nevents; i++) {
+        cudaEventDestroy(cc->events[i]);
+    }
+    cc->nevents = 0;
+    if (cc->flag != NULL) {
+        cudaFreeHost((void *)cc->flag);
+        cc->flag = NULL;
+    }
+    if (cc->copy != NULL) {
+        cudaStreamDestroy(cc->copy);
+        cc->copy = NULL;
+    }
+}
+
+void coll_cuda_comm_free(coll_comm_t *comm)
+{
+    coll_cuda_comm_t *cc = comm->cuda;
     if (cc == NULL) {
         return;
     }
-    coll_cuda_proxy_stop(cc);
-    coll_cuda_ipc_close(cc, comm->nranks);
+    coll_cuda_comm_destroy(comm);
+    coll_cuda_ipc_free(cc);
     if (cc->stage != NULL && cc->stage_mapped) {
         cudaHostUnregister(cc->stage);
         munmap(cc->stage, cc->stage_cap);
     } else if (cc->stage != NULL) {
         cudaFreeHost(cc->stage);
     }
-    for (int i = 0; i < cc->nevents; i++) {
-        cudaEventDestroy(cc->events[i]);
-    }
-    if (cc->flag != NULL) {
-        cudaFreeHost((void *)cc->flag);
-    }
-    if (cc->copy != NULL) {
-        cudaStreamDestroy(cc->copy);
+    while (cc->p2p_parked != NULL) {
+        coll_p2p_op_t *op = cc->p2p_parked;
+        cc->p2p_parked    = op->next_parked;
+        coll_p2p_op_free(op);
     }
     pthread_mutex_destroy(&cc->qlock);
     pthread_cond_destroy(&cc->qcond);

@@ -63,17 +63,21 @@ typedef struct coll_cuda_comm {
     size_t stage_cap;
     int    stage_mapped; /* 1: mmap on the rank's NUMA node + cudaHostRegister; 0: cudaHostAlloc */
     /* device windows of every rank, mapped here (ipc.c; the direct and p2p paths) */
-    int                ipc_tried, ipc_ok;
-    size_t             win_bytes; /* per half */
-    void              *win_own;   /* this rank's two halves */
-    int                win_ready; /* win_own allocated and exported */
-    cudaIpcMemHandle_t win_handle;
-    void             **win; /* by rank: base of its two halves here */
-    coll_layout_t      dev_layout;
-    cudaStream_t       exec;       /* window and local steps of device calls */
-    cudaEvent_t        events[64]; /* free ready-events */
-    int                nevents;
-    unsigned           p2p_logged; /* the p2p path (p2p.c): by collective, its first call logged */
+    int                 ipc_tried, ipc_ok;
+    size_t              win_bytes; /* per half */
+    void               *win_own;   /* this rank's two halves */
+    int                 win_ready; /* win_own allocated and exported */
+    cudaIpcMemHandle_t  win_handle;
+    void              **win;       /* by rank: base of its two halves here */
+    unsigned char      *owned_map; /* by rank: win[r] was opened by CUDA IPC (closed at destroy) */
+    coll_layout_t       dev_layout;
+    cudaStream_t        exec;       /* window and local steps of device calls */
+    cudaEvent_t         events[64]; /* free ready-events */
+    int                 nevents;
+    unsigned            p2p_logged; /* the p2p path (p2p.c): by collective, its first call logged */
+    struct coll_p2p_op *p2p_parked; /* calls whose failed exchanges may still be written into:
+                                       freed with the communicator, after its endpoints */
+    int stopped;                    /* coll_cuda_comm_destroy ran */
 } coll_cuda_comm_t;
 
 /* proxy.c */
@@ -83,9 +87,13 @@ void          coll_cuda_proxy_stop(coll_cuda_comm_t *cc);
 
 /* ipc.c: allocate this rank's device windows (with the state), then exchange them
  * (collective over comm, at the first device all-reduce) */
+int           coll_cuda_windows_wanted(const coll_comm_t *comm); /* equal on every rank */
 void          coll_cuda_ipc_alloc(coll_comm_t *comm, coll_cuda_comm_t *cc);
 coll_result_t coll_cuda_ipc_setup(coll_comm_t *comm, coll_cuda_comm_t *cc);
-void          coll_cuda_ipc_close(coll_cuda_comm_t *cc, int nranks);
+/* at destroy: close the other ranks' windows; free the own one only once every rank has closed
+ * its mappings of it (coll_cuda_ipc_free, after the bootstrap's closing exchange) */
+void coll_cuda_ipc_close(coll_cuda_comm_t *cc, int nranks, int me);
+void coll_cuda_ipc_free(coll_cuda_comm_t *cc);
 
 /* devop.c */
 void          coll_devop_put(coll_devop_t *d);

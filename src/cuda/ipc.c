@@ -23,19 +23,27 @@
 #include <unistd.h>
 
 typedef struct {
-    int                ok;
-    int                pid;
+    int32_t            ok;    /* the window allocated and exported */
+    int32_t            pid;   /* ranks of one process use the pointer, not IPC */
+    uint64_t           bytes; /* COLL_CUDA_WINDOW_SIZE here: must be equal everywhere */
+    uint64_t           ptr;
     cudaIpcMemHandle_t handle;
 } ipc_card_t;
+
+#define IPC_MAX_WINDOW ((size_t)1 << 40) /* per half; more is a mistake, not a window */
+
+int coll_cuda_windows_wanted(const coll_comm_t *comm)
+{
+    return (coll_param_bool(COLL_P_CUDA_DIRECT) && comm->layout.shared_window) ||
+           coll_p2p_possible(comm);
+}
 
 void coll_cuda_ipc_alloc(coll_comm_t *comm, coll_cuda_comm_t *cc)
 {
     cudaError_t e;
 
     cc->win_bytes = coll_param_size(COLL_P_CUDA_WINDOW_SIZE);
-    if (cc->win_bytes == 0 ||
-        !((coll_param_bool(COLL_P_CUDA_DIRECT) && comm->layout.shared_window) ||
-          coll_p2p_possible(comm))) {
+    if (cc->win_bytes == 0 || cc->win_bytes > IPC_MAX_WINDOW || !coll_cuda_windows_wanted(comm)) {
         return;
     }
     e = cudaStreamCreateWithFlags(&cc->exec, cudaStreamNonBlocking);
@@ -53,48 +61,85 @@ void coll_cuda_ipc_alloc(coll_comm_t *comm, coll_cuda_comm_t *cc)
     }
 }
 
+/* Close the mappings of the other ranks' windows (not the own window). */
+static void ipc_unmap(coll_cuda_comm_t *cc, int nranks, int me)
+{
+    for (int r = 0; cc->win != NULL && r < nranks; r++) {
+        if (r != me && cc->win[r] != NULL && cc->owned_map != NULL && cc->owned_map[r]) {
+            cudaIpcCloseMemHandle(cc->win[r]);
+        }
+    }
+    coll_free(cc->win);
+    coll_free(cc->owned_map);
+    cc->win       = NULL;
+    cc->owned_map = NULL;
+}
+
 coll_result_t coll_cuda_ipc_setup(coll_comm_t *comm, coll_cuda_comm_t *cc)
 {
-    int           n    = comm->nranks;
+    int           n = comm->nranks, me = comm->rank;
     ipc_card_t   *all  = coll_calloc((size_t)n, sizeof(*all), "IPC handles");
     ipc_card_t    mine = {0};
     coll_result_t st;
     cudaError_t   e   = cudaSuccess;
-    int           old = -1, all_ok = 1;
+    int           old = -1;
+    int32_t       ok = 1, all_ok = 0;
+    const char   *why = "";
 
     cc->ipc_tried = 1;
-    if (all == NULL) {
-        return COLL_ERR_NO_MEMORY;
+    if (all == NULL) { /* cannot take part: the others time out on the exchange */
+        return coll_comm_fail(comm, COLL_ERR_NO_MEMORY, "rank %d: no memory for %d IPC handles", me,
+                              n);
     }
+    cc->win       = coll_calloc((size_t)n, sizeof(void *), "device windows");
+    cc->owned_map = coll_calloc((size_t)n, sizeof(*cc->owned_map), "device windows");
     cudaGetDevice(&old);
     cudaSetDevice(cc->device);
-    mine.ok     = cc->win_ready;
+    /* every rank takes part in both exchanges whatever fails here: it says so instead */
+    mine.ok     = cc->win_ready && cc->win != NULL && cc->owned_map != NULL;
     mine.handle = cc->win_handle;
-    mine.pid    = (int)getpid();
-    coll_debug(COLL, "rank %d: exchanging device windows", comm->rank);
-    /* the same call on every rank: its first device all-reduce */
+    mine.pid    = (int32_t)getpid();
+    mine.bytes  = cc->win_bytes;
+    mine.ptr    = (uint64_t)(uintptr_t)cc->win_own;
+    coll_debug(COLL, "rank %d: exchanging device windows", me);
+    /* the same call on every rank: its first call on device memory (devop.c) */
     st = coll_allgather(&mine, all, sizeof(mine), COLL_UINT8, comm);
-    if (st == COLL_OK) {
-        cc->win = coll_calloc((size_t)n, sizeof(void *), "device windows");
-        for (int r = 0; r < n; r++) {
-            all_ok &= all[r].ok;
+    ok = st == COLL_OK && mine.ok;
+    for (int r = 0; r < n && ok; r++) {
+        if (!all[r].ok) {
+            ok  = 0;
+            why = "a rank has no window";
+        } else if (all[r].bytes != mine.bytes) {
+            ok  = 0;
+            why = "COLL_CUDA_WINDOW_SIZE differs between ranks";
         }
-        for (int r = 0; r < n && all_ok && cc->win != NULL; r++) {
-            if (r == comm->rank) {
-                cc->win[r] = cc->win_own;
-                continue;
-            }
+    }
+    for (int r = 0; r < n && ok; r++) {
+        if (r == me) {
+            cc->win[r] = cc->win_own;
+        } else if (all[r].pid == mine.pid) { /* a rank of this process: its own address */
+            cc->win[r] = (void *)(uintptr_t)all[r].ptr;
+        } else {
             e = cudaIpcOpenMemHandle(&cc->win[r], all[r].handle, cudaIpcMemLazyEnablePeerAccess);
             if (e != cudaSuccess) {
-                /* cannot be undone alike on every rank: fail the communicator loudly */
-                st         = coll_comm_fail(comm, COLL_ERR_CUDA,
-                                            "rank %d: mapping rank %d's device window (pid %d): %s",
-                                            comm->rank, r, all[r].pid, cudaGetErrorString(e));
+                cudaGetLastError();
+                coll_info(COLL, "rank %d: mapping rank %d's device window (pid %d): %s", me, r,
+                          (int)all[r].pid, cudaGetErrorString(e));
                 cc->win[r] = NULL;
+                ok         = 0;
+                why        = "a rank could not map another's window (its log says why)";
                 break;
             }
+            cc->owned_map[r] = 1;
         }
-        cc->ipc_ok = all_ok && st == COLL_OK && cc->win != NULL;
+    }
+    /* the second exchange: every rank mapped every window, or none uses them */
+    if (st == COLL_OK) {
+        st = coll_allreduce(&ok, &all_ok, 1, COLL_INT32, COLL_MIN, comm);
+    }
+    cc->ipc_ok = st == COLL_OK && all_ok == 1;
+    if (!cc->ipc_ok && cc->win != NULL) {
+        ipc_unmap(cc, n, me);
     }
     cc->dev_layout               = comm->layout;
     cc->dev_layout.window_bytes  = cc->win_bytes;
@@ -102,8 +147,9 @@ coll_result_t coll_cuda_ipc_setup(coll_comm_t *comm, coll_cuda_comm_t *cc)
     if (old >= 0) {
         cudaSetDevice(old);
     }
-    coll_info(COLL, "rank %d: device windows %s (%zu bytes per half)", comm->rank,
-              cc->ipc_ok ? "mapped from every rank" : "not used", cc->win_bytes);
+    coll_info(COLL, "rank %d: device windows %s (%zu bytes per half)%s%s", me,
+              cc->ipc_ok ? "mapped from every rank" : "not used; device calls are staged",
+              cc->win_bytes, why[0] != '\0' ? ": " : "", why);
     if (cc->ipc_ok && coll_p2p_possible(comm)) {
         coll_p2p_log_links(comm);
     }
@@ -111,22 +157,20 @@ coll_result_t coll_cuda_ipc_setup(coll_comm_t *comm, coll_cuda_comm_t *cc)
     return st;
 }
 
-void coll_cuda_ipc_close(coll_cuda_comm_t *cc, int nranks)
+void coll_cuda_ipc_close(coll_cuda_comm_t *cc, int nranks, int me)
 {
-    for (int r = 0; cc->win != NULL && r < nranks; r++) {
-        if (cc->win[r] != NULL && cc->win[r] != cc->win_own) {
-            cudaIpcCloseMemHandle(cc->win[r]);
-        }
-    }
-    coll_free(cc->win);
-    cc->win = NULL;
-    if (cc->win_own != NULL) {
-        cudaFree(cc->win_own);
-        cc->win_own = NULL;
-    }
+    ipc_unmap(cc, nranks, me);
     if (cc->exec != NULL) {
         cudaStreamDestroy(cc->exec);
         cc->exec = NULL;
+    }
+}
+
+void coll_cuda_ipc_free(coll_cuda_comm_t *cc)
+{
+    if (cc->win_own != NULL) {
+        cudaFree(cc->win_own);
+        cc->win_own = NULL;
     }
 }
 

@@ -61,6 +61,11 @@ void coll_cuda_comm_destroy(coll_comm_t *comm)
     (void)comm;
 }
 
+void coll_cuda_comm_free(coll_comm_t *comm)
+{
+    (void)comm;
+}
+
 /* The direct device path never runs without CUDA: args->device is never set. */
 const coll_layout_t *coll_cuda_dev_layout(coll_comm_t *comm)
 {

@@ -21,9 +21,11 @@
  * (cudaIpcOpenMemHandle / cudaIpcCloseMemHandle on the proxy thread) hung on an H200 when the
  * caller's stream was waiting for the call, and keeping such mappings across calls hung the
  * first program that freed its buffer (CUDA leaves freeing an allocation that another process
- * maps undefined). The windows are mapped once, before any call waits, and the callers'
- * buffers are never exported: they may be freed, pool or managed memory, anything cudaMemcpy
- * reaches. The price is one device copy of each input, at device-copy bandwidth.
+ * maps undefined). The windows are mapped once, at the communicator's first call on device
+ * memory, before any of its calls can make a stream wait, each freed only once every rank closed
+ * its mappings (coll_cuda_comm_free), and the callers' buffers are never exported: they may be
+ * freed, pool or managed memory, anything cudaMemcpy reaches. The price is one device copy of each
+ * input, at device-copy bandwidth.
  *
  * The plan (rounds, phases, what each moves) is p2p_plan.c's; this file runs it on the device.
  *
@@ -32,9 +34,10 @@
  * proxy opens the first once the caller's stream reached the call, so its end means every
  * rank's inputs are ready and its outputs free; it runs the phase before each exchange to its
  * end (the stream synchronised) before opening that exchange. The cards carry each rank's
- * status and the call's fingerprint: a rank that failed, or called something else, stops the
- * others' copies at the next exchange, and every rank fails the communicator with the same
- * report. Timeouts and dead peers are the engine's.
+ * status and the call's fingerprint (with the window size): a rank that failed, or called
+ * something else, is seen by every rank at the same exchange, and every rank fails the
+ * communicator there with the same error code, naming that rank; the remaining exchanges are
+ * reaped with it. Timeouts and dead peers are the engine's.
  */
 #include "cuda/p2p.h"
 #include "api/tune.h"
@@ -112,12 +115,12 @@ static void p2p_done(void *arg, coll_result_t st)
     atomic_store_explicit(&x->done, 1, memory_order_release);
 }
 
-static uint64_t p2p_print(const coll_args_t *a)
+static uint64_t p2p_print(const coll_args_t *a, size_t half)
 {
     uint64_t h    = 1469598103934665603ull;
-    uint64_t v[4] = {(uint64_t)a->count, (uint64_t)a->dtype, (uint64_t)a->op,
-                     (uint64_t)(int64_t)a->root};
-    for (int i = 0; i < 4; i++) {
+    uint64_t v[5] = {(uint64_t)a->count, (uint64_t)a->dtype, (uint64_t)a->op,
+                     (uint64_t)(int64_t)a->root, (uint64_t)half};
+    for (int i = 0; i < 5; i++) {
         h = (h ^ v[i]) * 1099511628211ull;
     }
     return h;
@@ -164,7 +167,7 @@ coll_result_t coll_p2p_prepare(coll_comm_t *comm, coll_cuda_comm_t *cc, coll_dev
     for (int k = 0; k < nx; k++) {
         op->x[k].d        = d;
         op->mine[k].coll  = (int32_t)a->coll;
-        op->mine[k].print = p2p_print(a);
+        op->mine[k].print = p2p_print(a, cc->win_bytes);
         st = coll_engine_start_gated(comm, &x, &op->mine[k], &op->cards[(size_t)k * (size_t)n],
                                      p2p_done, &op->x[k], &op->x[k].req);
         op->x[k].gate = op->x[k].req;

@@ -29,11 +29,12 @@ typedef struct coll_p2p_req {
 /* A device operation on the p2p path: its plan and its exchanges (gated engine all-gathers of
  * a card, numbered at the call). */
 typedef struct coll_p2p_op {
-    coll_p2p_plan_t  plan;
-    coll_p2p_req_t  *x;        /* by exchange */
-    coll_p2p_card_t *mine;     /* by exchange */
-    coll_p2p_card_t *cards;    /* by exchange, then rank */
-    char             why[256]; /* this rank's failure, for the message */
+    coll_p2p_plan_t     plan;
+    coll_p2p_req_t     *x;        /* by exchange */
+    coll_p2p_card_t    *mine;     /* by exchange */
+    coll_p2p_card_t    *cards;    /* by exchange, then rank */
+    char                why[256]; /* this rank's failure, for the message */
+    struct coll_p2p_op *next_parked;
 } coll_p2p_op_t;
 
 /* Could a communicator use the path at all (COLL_CUDA_P2P, ranks on one host, 2 to

@@ -28,7 +28,8 @@ static size_t plan_per_round(const coll_args_t *a, int n, size_t half)
 
 int coll_p2p_plan_fits(const coll_args_t *a, int n, size_t half)
 {
-    return n >= 2 && n <= COLL_P2P_MAX_RANKS && plan_per_round(a, n, half) > 0;
+    size_t per = n >= 2 && n <= COLL_P2P_MAX_RANKS ? plan_per_round(a, n, half) : 0;
+    return per > 0 && (a->count + per - 1) / per <= COLL_P2P_MAX_ROUNDS;
 }
 
 void coll_p2p_plan(coll_p2p_plan_t *p, const coll_args_t *a, int n, int me, size_t half)

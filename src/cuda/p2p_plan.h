@@ -44,9 +44,13 @@ typedef struct coll_p2p_plan {
 
 /* The most ranks a plan takes (one reduction reads every rank's window at once). */
 #define COLL_P2P_MAX_RANKS 16
+/* The most rounds: each takes two engine exchanges, all created at the call. Larger calls are
+ * staged (with the default 64 MiB windows: all-reduces of more than 64 GiB). */
+#define COLL_P2P_MAX_ROUNDS 1024
 
-/* Can windows of 2 * half bytes hold a round of at least one element of this call on n ranks?
- * (Every element of a reduce-scatter's or all-to-all's n blocks needs a slot.) */
+/* Can windows of 2 * half bytes take this call on n ranks: a round of at least one element
+ * (every element of a reduce-scatter's or all-to-all's n blocks needs a slot), and at most
+ * COLL_P2P_MAX_ROUNDS rounds? */
 int coll_p2p_plan_fits(const coll_args_t *a, int n, size_t half);
 
 /* Plan a call of rank me of n (2 <= n <= COLL_P2P_MAX_RANKS) with windows of 2 * half bytes

@@ -68,23 +68,65 @@ static void proxy_drive(coll_devop_t *d)
     proxy_drive_until(d, &d->engine_done, &d->req);
 }
 
-/* A call on the p2p path (p2p.c): each phase to its end, then its exchange. After a failure
- * here or on any rank (a card says so) no rank moves more data, but every exchange still runs:
- * all are numbered. */
+static int proxy_comm_failed(coll_comm_t *comm)
+{
+    pthread_mutex_lock(&comm->lock);
+    int failed = comm->error != COLL_OK;
+    pthread_mutex_unlock(&comm->lock);
+    return failed;
+}
+
+/* Fail the communicator for a p2p call that failed on rank bad (lock taken here). */
+static coll_result_t proxy_p2p_fail(coll_devop_t *d, int bad, coll_result_t badst,
+                                    const coll_p2p_card_t *c)
+{
+    coll_comm_t  *comm = d->comm;
+    coll_result_t st;
+
+    pthread_mutex_lock(&comm->lock);
+    if (bad == comm->rank) {
+        st = coll_comm_fail(comm, badst, "rank %d: %s #%u on device memory (p2p): %s", comm->rank,
+                            coll_op_name(d->args.coll), d->ticket, d->p2p->why);
+    } else if (badst == COLL_ERR_MISMATCH) {
+        st = coll_comm_fail(comm, badst,
+                            "rank %d: %s #%u on device memory (p2p): rank %d called %s with other "
+                            "arguments",
+                            comm->rank, coll_op_name(d->args.coll), d->ticket, bad,
+                            c->coll >= 0 && c->coll < COLL_OP_COUNT ? coll_op_name(c->coll)
+                                                                    : "something else");
+    } else {
+        st = coll_comm_fail(comm, badst,
+                            "rank %d: %s #%u on device memory (p2p) failed on rank %d (%s; its "
+                            "log says why)",
+                            comm->rank, coll_op_name(d->args.coll), d->ticket, bad,
+                            coll_strerror(badst));
+    }
+    pthread_mutex_unlock(&comm->lock);
+    return st;
+}
+
+/* A call on the p2p path (p2p.c): each phase to its end, then its exchange. Every rank sees the
+ * same cards at an exchange, so a failure or mismatch on any rank fails the communicator on
+ * every rank at the same exchange; the exchanges after it are then reaped with that error.
+ * No phase runs on a failed communicator: a peer may still read this rank's window. */
 static void proxy_run_p2p(coll_cuda_comm_t *cc, coll_devop_t *d)
 {
     coll_p2p_op_t *op   = d->p2p;
     coll_comm_t   *comm = d->comm;
-    int            n = comm->nranks, bad = -1;
-    coll_result_t  st = COLL_OK, mine = COLL_OK, badst = COLL_OK;
+    int            n    = comm->nranks;
+    coll_result_t  st = COLL_OK, mine = COLL_OK;
     cudaError_t    e = cudaEventSynchronize(d->ready);
 
     if (e != cudaSuccess) {
         st = proxy_cuda_error(d, "waiting for the caller's stream", e);
     }
     for (int k = 0; k < op->plan.nx; k++) {
-        if (st == COLL_OK && mine == COLL_OK && bad < 0) {
+        if (st == COLL_OK && mine == COLL_OK && !proxy_comm_failed(comm)) {
             mine = coll_p2p_phase(comm, cc, d, k);
+            if (mine != COLL_OK) {
+                coll_warn(COLL, "rank %d: %s #%u on device memory (p2p): %s", comm->rank,
+                          coll_op_name(d->args.coll), d->ticket, op->why);
+            }
         }
         op->mine[k].status = (int32_t)mine;
         if (st == COLL_OK && op->x[k].gate != NULL) {
@@ -95,42 +137,24 @@ static void proxy_run_p2p(coll_cuda_comm_t *cc, coll_devop_t *d)
         if (st == COLL_OK) {
             st = op->x[k].status;
         }
-        for (int q = 0; q < n && st == COLL_OK && bad < 0; q++) {
+        for (int q = 0; q < n && st == COLL_OK; q++) {
             const coll_p2p_card_t *c = &op->cards[(size_t)k * (size_t)n + (size_t)q];
             if (c->status != COLL_OK) {
-                bad   = q;
-                badst = (coll_result_t)c->status;
+                st = proxy_p2p_fail(d, q, (coll_result_t)c->status, c);
             } else if (c->coll != op->mine[k].coll || c->print != op->mine[k].print) {
-                bad   = q;
-                badst = COLL_ERR_MISMATCH;
+                st = proxy_p2p_fail(d, q, COLL_ERR_MISMATCH, c);
             }
         }
-    }
-    if (st == COLL_OK && bad >= 0) {
-        const coll_p2p_card_t *c = &op->cards[(size_t)bad];
-        pthread_mutex_lock(&comm->lock);
-        if (bad == comm->rank) {
-            st = coll_comm_fail(comm, badst, "rank %d: %s #%u on device memory (p2p): %s",
-                                comm->rank, coll_op_name(d->args.coll), d->ticket, op->why);
-        } else if (badst == COLL_ERR_MISMATCH) {
-            st = coll_comm_fail(comm, badst,
-                                "rank %d: %s #%u on device memory (p2p): rank %d called %s with "
-                                "other arguments",
-                                comm->rank, coll_op_name(d->args.coll), d->ticket, bad,
-                                c->coll >= 0 && c->coll < COLL_OP_COUNT ? coll_op_name(c->coll)
-                                                                        : "something else");
-        } else {
-            st = coll_comm_fail(comm, badst,
-                                "rank %d: %s #%u on device memory (p2p) failed on rank %d (%s; "
-                                "its log says why)",
-                                comm->rank, coll_op_name(d->args.coll), d->ticket, bad,
-                                coll_strerror(badst));
-        }
-        pthread_mutex_unlock(&comm->lock);
     }
     if (st != COLL_OK) {
         coll_warn(COLL, "rank %d: %s on device memory failed: %s", comm->rank,
                   coll_op_name(d->args.coll), comm->last_error);
+        /* a failed exchange's transfers may still land in the cards: keep them */
+        pthread_mutex_lock(&cc->qlock);
+        op->next_parked = cc->p2p_parked;
+        cc->p2p_parked  = op;
+        d->p2p          = NULL;
+        pthread_mutex_unlock(&cc->qlock);
     }
     coll_devop_finish(d, st);
     coll_devop_put(d);
