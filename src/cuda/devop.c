@@ -169,6 +169,17 @@ void coll_devop_put(coll_devop_t *d)
     if (d->ready != NULL) {
         event_put(cc, d->ready);
     }
+    if (d->heap != NULL && d->status != COLL_OK) {
+        /* a failed call's transfers may still land in its staging: keep it until the endpoints
+         * close (coll_cuda_comm_free) */
+        void **np = coll_realloc(cc->parked_heaps, (size_t)(cc->nparked_heaps + 1) * sizeof(*np),
+                                 "parked staging");
+        if (np != NULL) {
+            cc->parked_heaps                      = np;
+            cc->parked_heaps[cc->nparked_heaps++] = d->heap;
+            d->heap                               = NULL;
+        }
+    }
     pthread_mutex_unlock(&cc->qlock);
     coll_free(d->heap);
     coll_p2p_op_free(d->p2p);
@@ -202,13 +213,15 @@ void coll_devop_engine_done(void *arg, coll_result_t st)
 
 static void CUDART_CB devop_host_wait(void *arg)
 {
-    coll_devop_t *d = arg;
+    coll_devop_t     *d  = arg;
+    coll_cuda_comm_t *cc = d->comm->cuda;
     pthread_mutex_lock(&d->mu);
     while (!atomic_load(&d->complete)) {
         pthread_cond_wait(&d->cv, &d->mu);
     }
     pthread_mutex_unlock(&d->mu);
     coll_devop_put(d);
+    atomic_fetch_sub(&cc->host_waiters, 1); /* last: the state stays until none is left */
 }
 
 /* Make the caller's stream wait for d (lock held). */
@@ -225,16 +238,23 @@ static coll_result_t devop_stream_wait(coll_cuda_comm_t *cc, coll_devop_t *d)
                                    (int)r);
     }
     atomic_fetch_add(&d->refs, 1);
+    atomic_fetch_add(&cc->host_waiters, 1);
     cudaError_t e = cudaLaunchHostFunc(d->ustream, devop_host_wait, d);
     if (e != cudaSuccess) {
+        atomic_fetch_sub(&cc->host_waiters, 1);
         atomic_fetch_sub(&d->refs, 1);
         return coll_set_last_error(COLL_ERR_CUDA, "cudaLaunchHostFunc: %s", cudaGetErrorString(e));
     }
     return COLL_OK;
 }
 
-/* Map the device windows of every rank at the first call that uses them: collective, made
- * with comm->lock released (held at entry and at return). */
+/* Map the device windows of every rank, collectively, at the communicator's first collective
+ * on device memory (the same call on every rank; send and receive are not made by every rank),
+ * with comm->lock released (held at entry and at return). Only a send or receive of this
+ * communicator on device memory made before it, or a call of another communicator, can then
+ * have a stream waiting for a proxy; mapping may wait for the context's streams, but waiting
+ * here for those calls to end could deadlock a program whose send is matched after this
+ * collective, so it does not. */
 static coll_result_t devop_windows(coll_comm_t *comm, coll_cuda_comm_t *cc)
 {
     coll_result_t st = COLL_OK;
@@ -289,11 +309,10 @@ coll_result_t coll_cuda_start(coll_comm_t *comm, const coll_args_t *a, const voi
         pthread_mutex_unlock(&comm->lock);
         goto free_d;
     }
-    /* The device windows (p2p and direct paths) are mapped from every rank, collectively, at
-     * the communicator's first call on device memory (the same call on every rank), before
-     * any of its calls can make a stream wait: mapping while a stream waits for the proxy may
-     * wait for that stream. */
-    if (coll_cuda_windows_wanted(comm) && (st = devop_windows(comm, cc)) != COLL_OK) {
+    /* The device windows (p2p and direct paths): see devop_windows */
+    if (!cc->ipc_tried && a->coll != COLL_OP_SEND && a->coll != COLL_OP_RECV &&
+        a->coll != COLL_OP_BARRIER && coll_cuda_windows_wanted(comm) &&
+        (st = devop_windows(comm, cc)) != COLL_OK) {
         pthread_mutex_unlock(&comm->lock);
         goto free_d;
     }
@@ -301,14 +320,10 @@ coll_result_t coll_cuda_start(coll_comm_t *comm, const coll_args_t *a, const voi
     int p2p = coll_p2p_wanted(comm, d) && cc->ipc_ok &&
               coll_p2p_plan_fits(a, comm->nranks, cc->win_bytes);
     /* The direct path: an all-reduce whose buffers are all device memory on every rank (the
-     * rule: one call passes the same kind of memory everywhere), ranks sharing a host. The
-     * first such call maps the device windows, collectively. */
+     * rule: one call passes the same kind of memory everywhere), ranks sharing a host, over the
+     * windows mapped above. */
     if (!p2p && a->coll == COLL_OP_ALLREDUCE && d->send_dev && d->recv_dev &&
         comm->layout.shared_window && coll_param_bool(COLL_P_CUDA_DIRECT)) {
-        if ((st = devop_windows(comm, cc)) != COLL_OK) {
-            pthread_mutex_unlock(&comm->lock);
-            goto free_d;
-        }
         d->args.device = 1;
         d->args.layout = &cc->dev_layout;
         d->args.model  = &comm->model;
@@ -449,7 +464,25 @@ void coll_cuda_comm_free(coll_comm_t *comm)
         return;
     }
     coll_cuda_comm_destroy(comm);
+    /* host functions on the callers' streams release their calls last (devop_host_wait) */
+    double until = coll_time_s() + comm->timeout_s;
+    while (atomic_load(&cc->host_waiters) > 0 && coll_time_s() < until) {
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    if (atomic_load(&cc->host_waiters) > 0) {
+        coll_warn(COLL,
+                  "rank %d: %d host functions on CUDA streams still wait for calls of a "
+                  "destroyed communicator; its device state is left allocated",
+                  comm->rank, (int)atomic_load(&cc->host_waiters));
+        comm->cuda = NULL;
+        return;
+    }
     coll_cuda_ipc_free(cc);
+    for (int i = 0; i < cc->nparked_heaps; i++) {
+        coll_free(cc->parked_heaps[i]);
+    }
+    coll_free(cc->parked_heaps);
     if (cc->stage != NULL && cc->stage_mapped) {
         cudaHostUnregister(cc->stage);
         munmap(cc->stage, cc->stage_cap);

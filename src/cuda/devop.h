@@ -77,7 +77,10 @@ typedef struct coll_cuda_comm {
     unsigned            p2p_logged; /* the p2p path (p2p.c): by collective, its first call logged */
     struct coll_p2p_op *p2p_parked; /* calls whose failed exchanges may still be written into:
                                        freed with the communicator, after its endpoints */
-    int stopped;                    /* coll_cuda_comm_destroy ran */
+    int        stopped;             /* coll_cuda_comm_destroy ran */
+    void     **parked_heaps;        /* failed staged calls' heap staging, likewise */
+    int        nparked_heaps;
+    atomic_int host_waiters; /* host functions on callers' streams not yet returned */
 } coll_cuda_comm_t;
 
 /* proxy.c */
@@ -86,7 +89,7 @@ void          coll_cuda_proxy_push(coll_cuda_comm_t *cc, coll_devop_t *d);
 void          coll_cuda_proxy_stop(coll_cuda_comm_t *cc);
 
 /* ipc.c: allocate this rank's device windows (with the state), then exchange them
- * (collective over comm, at the first device all-reduce) */
+ * (collective over comm, at its first collective on device memory: devop.c) */
 int           coll_cuda_windows_wanted(const coll_comm_t *comm); /* equal on every rank */
 void          coll_cuda_ipc_alloc(coll_comm_t *comm, coll_cuda_comm_t *cc);
 coll_result_t coll_cuda_ipc_setup(coll_comm_t *comm, coll_cuda_comm_t *cc);

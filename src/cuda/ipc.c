@@ -4,11 +4,15 @@
  * direct path's window and local steps run on device memory. With COLL_CUDA_DIRECT (ranks of
  * one host sharing shm windows) or COLL_CUDA_P2P (ranks of one host, p2p.c), every rank
  * allocates two halves of COLL_CUDA_WINDOW_SIZE bytes with its device state, before any call
- * of the communicator can be in flight; the first call that uses them exchanges the IPC handles
- * with an all-gather on host memory and maps every other rank's window. If any rank cannot,
- * every rank learns it from the same all-gather and the communicator keeps to staging. On the
- * direct path the one-shot and two-shot all-reduce schedules then run unchanged: their flags
- * and acknowledgements are the host windows', their data moves between device windows by copy
+ * of the communicator can be in flight. The communicator's first collective on device memory
+ * maps them (devop.c), in two exchanges on host memory made by every rank whatever fails on it:
+ * an all-gather of the IPC handles (with the window size, the device, and a token of the
+ * process, whose other ranks use the pointer itself), then, once each rank tried to map every
+ * other's window, an all-reduce of whether it could. Unless every rank could, every rank closes
+ * what it mapped and the communicator keeps to staging. A window is freed only at
+ * coll_cuda_comm_free, after every rank's destroy closed its mappings of it. On the direct path
+ * the one-shot and two-shot all-reduce schedules run unchanged: their flags and
+ * acknowledgements are the host windows', their data moves between device windows by copy
  * engine and reduction kernels.
  */
 #include "cuda/devop.h"
@@ -19,16 +23,53 @@
 #include "param.h"
 #include "util.h"
 
+#include <pthread.h>
 #include <string.h>
 #include <unistd.h>
 
 typedef struct {
-    int32_t            ok;    /* the window allocated and exported */
-    int32_t            pid;   /* ranks of one process use the pointer, not IPC */
+    int32_t            ok;     /* the window allocated and exported */
+    int32_t            pid;    /* for the log */
+    int32_t            device; /* CUDA ordinal in its process */
+    int32_t            pad;
+    uint64_t           token; /* this process (random): ranks of one process use the pointer */
     uint64_t           bytes; /* COLL_CUDA_WINDOW_SIZE here: must be equal everywhere */
     uint64_t           ptr;
     cudaIpcMemHandle_t handle;
 } ipc_card_t;
+
+static uint64_t       ipc_token;
+static pthread_once_t ipc_token_once = PTHREAD_ONCE_INIT;
+
+static void ipc_token_make(void)
+{
+    if (coll_random_bytes(&ipc_token, sizeof(ipc_token)) != COLL_OK || ipc_token == 0) {
+        ipc_token = ((uint64_t)getpid() << 32) ^ (uint64_t)(uintptr_t)&ipc_token ^
+                    (uint64_t)(coll_time_s() * 1e9);
+    }
+}
+
+/* Another rank of this process, on device dev: its window pointer works here once this device
+ * may access dev's memory. cudaSuccess or why not. */
+static cudaError_t ipc_same_process(int mydev, int dev)
+{
+    int can = 0;
+    if (dev == mydev) {
+        return cudaSuccess;
+    }
+    cudaError_t e = cudaDeviceCanAccessPeer(&can, mydev, dev);
+    if (e == cudaSuccess && !can) {
+        return cudaErrorPeerAccessUnsupported;
+    }
+    if (e == cudaSuccess) {
+        e = cudaDeviceEnablePeerAccess(dev, 0);
+    }
+    if (e == cudaErrorPeerAccessAlreadyEnabled) {
+        e = cudaSuccess;
+    }
+    cudaGetLastError();
+    return e;
+}
 
 #define IPC_MAX_WINDOW ((size_t)1 << 40) /* per half; more is a mistake, not a window */
 
@@ -88,9 +129,13 @@ coll_result_t coll_cuda_ipc_setup(coll_comm_t *comm, coll_cuda_comm_t *cc)
 
     cc->ipc_tried = 1;
     if (all == NULL) { /* cannot take part: the others time out on the exchange */
-        return coll_comm_fail(comm, COLL_ERR_NO_MEMORY, "rank %d: no memory for %d IPC handles", me,
-                              n);
+        pthread_mutex_lock(&comm->lock);
+        st = coll_comm_fail(comm, COLL_ERR_NO_MEMORY, "rank %d: no memory for %d IPC handles", me,
+                            n);
+        pthread_mutex_unlock(&comm->lock);
+        return st;
     }
+    pthread_once(&ipc_token_once, ipc_token_make);
     cc->win       = coll_calloc((size_t)n, sizeof(void *), "device windows");
     cc->owned_map = coll_calloc((size_t)n, sizeof(*cc->owned_map), "device windows");
     cudaGetDevice(&old);
@@ -99,6 +144,8 @@ coll_result_t coll_cuda_ipc_setup(coll_comm_t *comm, coll_cuda_comm_t *cc)
     mine.ok     = cc->win_ready && cc->win != NULL && cc->owned_map != NULL;
     mine.handle = cc->win_handle;
     mine.pid    = (int32_t)getpid();
+    mine.device = cc->device;
+    mine.token  = ipc_token;
     mine.bytes  = cc->win_bytes;
     mine.ptr    = (uint64_t)(uintptr_t)cc->win_own;
     coll_debug(COLL, "rank %d: exchanging device windows", me);
@@ -117,7 +164,15 @@ coll_result_t coll_cuda_ipc_setup(coll_comm_t *comm, coll_cuda_comm_t *cc)
     for (int r = 0; r < n && ok; r++) {
         if (r == me) {
             cc->win[r] = cc->win_own;
-        } else if (all[r].pid == mine.pid) { /* a rank of this process: its own address */
+        } else if (all[r].token == mine.token) { /* a rank of this process: its address */
+            e = ipc_same_process(cc->device, all[r].device);
+            if (e != cudaSuccess) {
+                coll_info(COLL, "rank %d: rank %d's window on device %d: %s", me, r,
+                          (int)all[r].device, cudaGetErrorString(e));
+                ok  = 0;
+                why = "ranks of one process on GPUs without peer access";
+                break;
+            }
             cc->win[r] = (void *)(uintptr_t)all[r].ptr;
         } else {
             e = cudaIpcOpenMemHandle(&cc->win[r], all[r].handle, cudaIpcMemLazyEnablePeerAccess);

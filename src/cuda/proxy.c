@@ -68,12 +68,12 @@ static void proxy_drive(coll_devop_t *d)
     proxy_drive_until(d, &d->engine_done, &d->req);
 }
 
-static int proxy_comm_failed(coll_comm_t *comm)
+static coll_result_t proxy_comm_error(coll_comm_t *comm)
 {
     pthread_mutex_lock(&comm->lock);
-    int failed = comm->error != COLL_OK;
+    coll_result_t st = comm->error;
     pthread_mutex_unlock(&comm->lock);
-    return failed;
+    return st;
 }
 
 /* Fail the communicator for a p2p call that failed on rank bad (lock taken here). */
@@ -121,7 +121,11 @@ static void proxy_run_p2p(coll_cuda_comm_t *cc, coll_devop_t *d)
         st = proxy_cuda_error(d, "waiting for the caller's stream", e);
     }
     for (int k = 0; k < op->plan.nx; k++) {
-        if (st == COLL_OK && mine == COLL_OK && !proxy_comm_failed(comm)) {
+        if (st == COLL_OK && mine == COLL_OK) {
+            /* failed meanwhile (an abort, a revoke, a dead peer's notice): no phase, no gate */
+            st = proxy_comm_error(comm);
+        }
+        if (st == COLL_OK && mine == COLL_OK) {
             mine = coll_p2p_phase(comm, cc, d, k);
             if (mine != COLL_OK) {
                 coll_warn(COLL, "rank %d: %s #%u on device memory (p2p): %s", comm->rank,
