@@ -52,7 +52,7 @@ static size_t stage_need(const coll_devop_t *d, size_t *roff_p)
     uintptr_t s = (uintptr_t)d->usend, r = (uintptr_t)d->urecv;
 
     *roff_p = 0;
-    if (d->direct || d->p2p != NULL || (!d->send_dev && !d->recv_dev)) {
+    if (d->direct || (!d->send_dev && !d->recv_dev)) {
         return 0;
     }
     if (d->send_dev && d->recv_dev && s < r + d->recv_bytes && r < s + d->send_bytes) {
