@@ -311,7 +311,7 @@ coll_result_t coll_cuda_start(coll_comm_t *comm, const coll_args_t *a, const voi
     }
     /* The device windows (p2p and direct paths): see devop_windows */
     if (!cc->ipc_tried && a->coll != COLL_OP_SEND && a->coll != COLL_OP_RECV &&
-        a->coll != COLL_OP_BARRIER && coll_cuda_windows_wanted(comm) &&
+        a->coll != COLL_OP_BARRIER && coll_cuda_windows_wanted(comm, cc) &&
         (st = devop_windows(comm, cc)) != COLL_OK) {
         pthread_mutex_unlock(&comm->lock);
         goto free_d;

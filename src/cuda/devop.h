@@ -75,10 +75,11 @@ typedef struct coll_cuda_comm {
     cudaEvent_t         events[64]; /* free ready-events */
     int                 nevents;
     unsigned            p2p_logged; /* the p2p path (p2p.c): by collective, its first call logged */
-    struct coll_p2p_op *p2p_parked; /* calls whose failed exchanges may still be written into:
-                                       freed with the communicator, after its endpoints */
-    int        stopped;             /* coll_cuda_comm_destroy ran */
-    void     **parked_heaps;        /* failed staged calls' heap staging, likewise */
+    int                 p2p_possible; /* coll_p2p_possible, with the state (equal on every rank) */
+    struct coll_p2p_op *p2p_parked;   /* calls whose failed exchanges may still be written into:
+                                         freed with the communicator, after its endpoints */
+    int        stopped;               /* coll_cuda_comm_destroy ran */
+    void     **parked_heaps;          /* failed staged calls' heap staging, likewise */
     int        nparked_heaps;
     atomic_int host_waiters; /* host functions on callers' streams not yet returned */
 } coll_cuda_comm_t;
@@ -90,7 +91,8 @@ void          coll_cuda_proxy_stop(coll_cuda_comm_t *cc);
 
 /* ipc.c: allocate this rank's device windows (with the state), then exchange them
  * (collective over comm, at its first collective on device memory: devop.c) */
-int           coll_cuda_windows_wanted(const coll_comm_t *comm); /* equal on every rank */
+/* equal on every rank */
+int           coll_cuda_windows_wanted(const coll_comm_t *comm, const struct coll_cuda_comm *cc);
 void          coll_cuda_ipc_alloc(coll_comm_t *comm, coll_cuda_comm_t *cc);
 coll_result_t coll_cuda_ipc_setup(coll_comm_t *comm, coll_cuda_comm_t *cc);
 /* at destroy: close the other ranks' windows; free the own one only once every rank has closed

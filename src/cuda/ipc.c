@@ -73,10 +73,9 @@ static cudaError_t ipc_same_process(int mydev, int dev)
 
 #define IPC_MAX_WINDOW ((size_t)1 << 40) /* per half; more is a mistake, not a window */
 
-int coll_cuda_windows_wanted(const coll_comm_t *comm)
+int coll_cuda_windows_wanted(const coll_comm_t *comm, const coll_cuda_comm_t *cc)
 {
-    return (coll_param_bool(COLL_P_CUDA_DIRECT) && comm->layout.shared_window) ||
-           coll_p2p_possible(comm);
+    return (coll_param_bool(COLL_P_CUDA_DIRECT) && comm->layout.shared_window) || cc->p2p_possible;
 }
 
 void coll_cuda_ipc_alloc(coll_comm_t *comm, coll_cuda_comm_t *cc)
@@ -84,7 +83,8 @@ void coll_cuda_ipc_alloc(coll_comm_t *comm, coll_cuda_comm_t *cc)
     cudaError_t e;
 
     cc->win_bytes = coll_param_size(COLL_P_CUDA_WINDOW_SIZE);
-    if (cc->win_bytes == 0 || cc->win_bytes > IPC_MAX_WINDOW || !coll_cuda_windows_wanted(comm)) {
+    if (cc->win_bytes == 0 || cc->win_bytes > IPC_MAX_WINDOW ||
+        !coll_cuda_windows_wanted(comm, cc)) {
         return;
     }
     e = cudaStreamCreateWithFlags(&cc->exec, cudaStreamNonBlocking);
@@ -205,7 +205,7 @@ coll_result_t coll_cuda_ipc_setup(coll_comm_t *comm, coll_cuda_comm_t *cc)
     coll_info(COLL, "rank %d: device windows %s (%zu bytes per half)%s%s", me,
               cc->ipc_ok ? "mapped from every rank" : "not used; device calls are staged",
               cc->win_bytes, why[0] != '\0' ? ": " : "", why);
-    if (cc->ipc_ok && coll_p2p_possible(comm)) {
+    if (cc->ipc_ok && cc->p2p_possible) {
         coll_p2p_log_links(comm);
     }
     coll_free(all);

@@ -89,7 +89,7 @@ int coll_p2p_wanted(const coll_comm_t *comm, const coll_devop_t *d)
 {
     coll_op_t c = d->args.coll;
 
-    if (!coll_p2p_possible(comm) || c == COLL_OP_SEND || c == COLL_OP_RECV ||
+    if (comm->cuda == NULL || !comm->cuda->p2p_possible || c == COLL_OP_SEND || c == COLL_OP_RECV ||
         c == COLL_OP_BARRIER || d->args.count == 0) {
         return 0;
     }
@@ -117,13 +117,9 @@ static void p2p_done(void *arg, coll_result_t st)
 
 static uint64_t p2p_print(const coll_args_t *a, size_t half)
 {
-    uint64_t h    = 1469598103934665603ull;
     uint64_t v[5] = {(uint64_t)a->count, (uint64_t)a->dtype, (uint64_t)a->op,
                      (uint64_t)(int64_t)a->root, (uint64_t)half};
-    for (int i = 0; i < 5; i++) {
-        h = (h ^ v[i]) * 1099511628211ull;
-    }
-    return h;
+    return coll_hash_bytes(v, sizeof(v), 0);
 }
 
 coll_result_t coll_p2p_prepare(coll_comm_t *comm, coll_cuda_comm_t *cc, coll_devop_t *d)
@@ -158,16 +154,17 @@ coll_result_t coll_p2p_prepare(coll_comm_t *comm, coll_cuda_comm_t *cc, coll_dev
     }
 
     memset(&x, 0, sizeof(x));
-    x.coll        = COLL_OP_ALLGATHER;
-    x.count       = sizeof(coll_p2p_card_t);
-    x.dtype       = COLL_UINT8;
-    x.op          = COLL_SUM;
-    x.root        = -1;
-    x.chunk_bytes = coll_tune_chunk_bytes();
+    x.coll         = COLL_OP_ALLGATHER;
+    x.count        = sizeof(coll_p2p_card_t);
+    x.dtype        = COLL_UINT8;
+    x.op           = COLL_SUM;
+    x.root         = -1;
+    x.chunk_bytes  = coll_tune_chunk_bytes();
+    uint64_t print = p2p_print(a, cc->win_bytes);
     for (int k = 0; k < nx; k++) {
         op->x[k].d        = d;
         op->mine[k].coll  = (int32_t)a->coll;
-        op->mine[k].print = p2p_print(a, cc->win_bytes);
+        op->mine[k].print = print;
         st = coll_engine_start_gated(comm, &x, &op->mine[k], &op->cards[(size_t)k * (size_t)n],
                                      p2p_done, &op->x[k], &op->x[k].req);
         op->x[k].gate = op->x[k].req;

@@ -46,7 +46,8 @@ int coll_p2p_possible(const coll_comm_t *comm);
 void coll_p2p_log_links(const coll_comm_t *comm);
 
 /* May this call take the path (equal on every rank making it: its buffers are device memory,
- * it is a collective, the communicator could)? Before the windows are mapped too. */
+ * it is a collective, the communicator could: comm->cuda->p2p_possible)? Before the windows
+ * are mapped too. */
 int coll_p2p_wanted(const coll_comm_t *comm, const coll_devop_t *d);
 
 /* At the call (lock held; the windows mapped, cc->ipc_ok): plan the rounds, start every

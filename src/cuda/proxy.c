@@ -362,7 +362,9 @@ coll_result_t coll_cuda_proxy_start(coll_cuda_comm_t *cc, coll_comm_t *comm)
         cc->stage     = NULL;
         cc->stage_cap = 0;
     }
-    /* the direct path's kernels, loaded while no stream waits for us (kernels.h) */
+    /* once, whatever fails below: it decides whether this rank joins the windows' exchange */
+    cc->p2p_possible = coll_p2p_possible(comm);
+    /* the kernels, loaded while no stream waits for us (kernels.h) */
     e = (cudaError_t)coll_cuda_kernels_load();
     if (e == cudaSuccess) {
         coll_cuda_ipc_alloc(comm, cc);
