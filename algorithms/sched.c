@@ -485,6 +485,36 @@ static coll_result_t check_tags(const coll_sched_t *s, char *msg, size_t msglen)
     return st;
 }
 
+int coll_sched_device_fits(const coll_sched_t *s, int (*peer_ok)(void *arg, int peer), void *arg,
+                           char *why, size_t whylen)
+{
+    char scratch[8];
+    if (why == NULL) {
+        why    = scratch;
+        whylen = sizeof(scratch);
+    }
+    for (uint32_t i = 0; i < s->nsteps; i++) {
+        const coll_step_t *st = &s->steps[i];
+        if (st->kind == COLL_STEP_RECV_REDUCE || coll_step_is_win(st->kind)) {
+            snprintf(why, whylen, "step %u is %s", i, coll_step_kind_name(st->kind));
+            return 0;
+        }
+        if (st->src_buf == COLL_BUF_SCRATCH || st->dst_buf == COLL_BUF_SCRATCH) {
+            snprintf(why, whylen, "step %u (%s) uses scratch memory", i,
+                     coll_step_kind_name(st->kind));
+            return 0;
+        }
+        if ((st->kind == COLL_STEP_SEND || st->kind == COLL_STEP_RECV) && !peer_ok(arg, st->peer)) {
+            snprintf(why, whylen,
+                     "step %u (%s) goes to rank %d, whose transport cannot move "
+                     "device memory",
+                     i, coll_step_kind_name(st->kind), (int)st->peer);
+            return 0;
+        }
+    }
+    return 1;
+}
+
 coll_result_t coll_sched_check(const coll_sched_t *s, char *msg, size_t msglen)
 {
     uint32_t     *indeg;

@@ -139,6 +139,14 @@ coll_result_t coll_sched_finalize(coll_sched_t *s);
  * Returns COLL_OK or COLL_ERR_INTERNAL with a message in msg. */
 coll_result_t coll_sched_check(const coll_sched_t *s, char *msg, size_t msglen);
 
+/* Can the schedule run on device buffers that the transports move themselves (GPUDirect
+ * RDMA)? Only if it sends, receives and copies: no receive that reduces (the transports do not
+ * reduce into device memory), no scratch (host memory), no window step (host windows), and
+ * peer_ok(arg, peer) for the peer of every send and receive. 1 yes; 0 no, with the first
+ * reason in why (may be NULL). */
+int coll_sched_device_fits(const coll_sched_t *s, int (*peer_ok)(void *arg, int peer), void *arg,
+                           char *why, size_t whylen);
+
 /* One line per step, for COLL_DEBUG=trace and tests. */
 void        coll_sched_print(const coll_sched_t *s, FILE *out);
 const char *coll_step_kind_name(coll_step_kind_t kind);

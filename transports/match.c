@@ -11,6 +11,7 @@
 #include "log.h"
 #include "util.h"
 #include "reduce/reduce.h"
+#include "cuda/devmem.h"
 
 #include <inttypes.h>
 #include <string.h>
@@ -139,19 +140,28 @@ static void match_unexp_put(coll_tp_match_t *m, coll_tp_unexp_t *u)
     coll_free(u);
 }
 
-/* Copy or reduce n bytes of incoming data into op at offset off. */
-static void match_put(coll_tp_op_t *op, size_t off, const void *data, size_t n)
+/* Copy or reduce n bytes of incoming data into op at offset off: COLL_OK, or the device copy's
+ * error (op->dev_stream: op->buf is device memory, copied by the CUDA copy engine). */
+static coll_result_t match_put(coll_tp_op_t *op, size_t off, const void *data, size_t n)
 {
     if (n == 0) {
-        return;
+        return COLL_OK;
     }
     char *dst = (char *)op->buf + off;
+    if (op->dev_stream != NULL) {
+        if (op->operand != NULL) {
+            return coll_set_last_error(COLL_ERR_INTERNAL,
+                                       "a receive that reduces into device memory");
+        }
+        return coll_cuda_copy_sync(op->dev_stream, dst, data, n);
+    }
     if (op->operand == NULL) {
         memcpy(dst, data, n);
     } else {
         size_t esize = coll_dtype_size(op->dtype);
         coll_reduce3(op->dtype, op->op, dst, (const char *)op->operand + off, data, n / esize);
     }
+    return COLL_OK;
 }
 
 coll_result_t coll_tp_match_check_len(const coll_tp_match_t *m, const coll_tp_op_t *op,
@@ -235,10 +245,10 @@ coll_result_t coll_tp_match_post(coll_tp_match_t *m, coll_tp_op_t *op)
         u->waiting = op; /* the rest arrives into the buffer; delivered whole at the end */
         return COLL_OK;
     }
-    match_put(op, 0, u->data, u->total);
-    op->bytes = u->total;
+    st        = match_put(op, 0, u->data, u->total);
+    op->bytes = st == COLL_OK ? u->total : 0;
     match_release_unexp(m, prev, u);
-    match_complete(op, COLL_OK);
+    match_complete(op, st);
     return COLL_OK;
 }
 
@@ -283,14 +293,14 @@ static coll_result_t match_buffer(coll_tp_match_t *m, uint64_t tag, size_t total
     u->bytes += n;
     if (u->bytes >= u->total && u->waiting != NULL) {
         coll_tp_op_t *op = u->waiting;
-        match_put(op, 0, u->data, u->total);
-        op->bytes = u->total;
-        prev      = NULL;
+        coll_result_t st = match_put(op, 0, u->data, u->total);
+        op->bytes        = st == COLL_OK ? u->total : 0;
+        prev             = NULL;
         for (coll_tp_unexp_t *t = m->unexp_head; t != u; t = t->next) {
             prev = t;
         }
         match_release_unexp(m, prev, u);
-        match_complete(op, COLL_OK);
+        match_complete(op, st);
     }
     return COLL_OK;
 }
@@ -309,11 +319,11 @@ coll_result_t coll_tp_match_deliver(coll_tp_match_t *m, uint64_t tag, size_t tot
                        m->tpname, off, n, m->peer, total);
             return COLL_ERR_TRANSPORT;
         }
-        match_put(op, off, data, n);
+        coll_result_t st = match_put(op, off, data, n);
         op->bytes += n;
-        if (op->bytes >= op->len) {
+        if (op->bytes >= op->len || st != COLL_OK) {
             match_unlink_posted(m, prev, op);
-            match_complete(op, COLL_OK);
+            match_complete(op, st);
         }
         return COLL_OK;
     }

@@ -71,14 +71,18 @@ typedef void (*coll_tp_done_fn_t)(void *arg, coll_result_t status);
 
 /* One message to send or receive. Fields above the line are set by the caller. */
 typedef struct coll_tp_op {
-    void             *buf;     /* send: source; recv: destination */
-    size_t            len;     /* bytes; a receive must be posted with the sender's length */
-    uint64_t          tag;     /* matches a send to a receive on the same pair of ranks */
-    const void       *operand; /* recv only: NULL = copy; else buf = op(operand, incoming) */
-    coll_dtype_t      dtype;   /* recv with operand: element type (len is a multiple) */
-    coll_redop_t      op;      /* recv with operand: SUM, PROD, MIN or MAX (never AVG) */
-    coll_tp_done_fn_t done;    /* completion callback */
-    void             *arg;     /* its argument */
+    void        *buf;     /* send: source; recv: destination */
+    size_t       len;     /* bytes; a receive must be posted with the sender's length */
+    uint64_t     tag;     /* matches a send to a receive on the same pair of ranks */
+    const void  *operand; /* recv only: NULL = copy; else buf = op(operand, incoming) */
+    coll_dtype_t dtype;   /* recv with operand: element type (len is a multiple) */
+    coll_redop_t op;      /* recv with operand: SUM, PROD, MIN or MAX (never AVG) */
+    /* non-NULL: buf is CUDA device memory (posted only to endpoints whose ep_caps has
+     * COLL_TP_CAP_CUDA_MEM, never with an operand), and this is the CUDA stream, one that never
+     * waits for the legacy default stream, for whatever the transport copies in or out of it */
+    void             *dev_stream;
+    coll_tp_done_fn_t done; /* completion callback */
+    void             *arg;  /* its argument */
     /* ---- owned by the transport / matching layer while in flight ---- */
     size_t             bytes; /* bytes sent, or delivered into buf */
     struct coll_tp_op *next;
@@ -132,6 +136,9 @@ typedef struct coll_transport_ops {
     /* Make a block() in another thread return (abort). Async-signal-safe where possible. */
     void (*wake)(coll_tp_ctx_t *ctx);
     void (*ep_close)(coll_tp_ep_t *ep);
+    /* Optional: what this endpoint's data path takes beyond host memory (COLL_TP_CAP_CUDA_MEM:
+     * ops with dev_stream, e.g. by GPUDirect RDMA); NULL means host memory only. */
+    uint32_t (*ep_caps)(coll_tp_ep_t *ep);
 
     /* ---- optional: shared windows ---- */
     /* Bytes of one window half every rank of the communicator offers (the same on every rank),

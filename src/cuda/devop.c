@@ -52,7 +52,7 @@ static size_t stage_need(const coll_devop_t *d, size_t *roff_p)
     uintptr_t s = (uintptr_t)d->usend, r = (uintptr_t)d->urecv;
 
     *roff_p = 0;
-    if (d->direct || (!d->send_dev && !d->recv_dev)) {
+    if (d->direct || d->gdr || (!d->send_dev && !d->recv_dev)) {
         return 0;
     }
     if (d->send_dev && d->recv_dev && s < r + d->recv_bytes && r < s + d->send_bytes) {
@@ -96,6 +96,40 @@ coll_result_t coll_devop_stage(coll_cuda_comm_t *cc, coll_devop_t *d)
         d->erecv = base + roff;
     }
     return COLL_OK;
+}
+
+/* ---- GPUDirect RDMA: the transports move the device buffers ---- */
+
+static int gdr_peer_ok(void *arg, int peer)
+{
+    const coll_comm_t  *comm = arg;
+    const coll_tp_ep_t *ep   = peer >= 0 && peer < comm->nranks ? comm->eps[peer] : NULL;
+    return ep != NULL && ep->ops->ep_caps != NULL &&
+           (ep->ops->ep_caps((coll_tp_ep_t *)ep) & COLL_TP_CAP_CUDA_MEM) != 0;
+}
+
+/* A staged call that may skip staging instead: every buffer it touches here is device memory,
+ * and its schedule (built, gate closed) only sends, receives and copies, every message over an
+ * endpoint that moves device memory (the ib transport with GPUDirect RDMA). Each rank decides
+ * for itself: the wire protocol is the same either way. */
+static void devop_gdr(coll_comm_t *comm, coll_cuda_comm_t *cc, coll_devop_t *d)
+{
+    char why[160];
+    if ((d->send_bytes > 0 && !d->send_dev) || (d->recv_bytes > 0 && !d->recv_dev) ||
+        cc->exec == NULL || d->req0 == NULL || d->req0->entry == NULL) {
+        return;
+    }
+    if (!coll_sched_device_fits(&d->req0->entry->sched, gdr_peer_ok, comm, why, sizeof(why))) {
+        coll_debug(COLL, "rank %d: %s on device memory staged: %s", comm->rank,
+                   coll_op_name(d->args.coll), why);
+        return;
+    }
+    d->gdr              = 1;
+    d->req0->dev_stream = cc->copy;
+    coll_free(d->heap); /* reserved for staging, not needed */
+    d->heap = NULL;
+    coll_debug(COLL, "rank %d: %s on device memory by GPUDirect RDMA, no staging", comm->rank,
+               coll_op_name(d->args.coll));
 }
 
 /* ---- per-communicator state ---- */
@@ -364,6 +398,9 @@ coll_result_t coll_cuda_start(coll_comm_t *comm, const coll_args_t *a, const voi
         st = coll_engine_start_gated(comm, &d->args, sendbuf, recvbuf, coll_devop_engine_done, d,
                                      &d->req);
         d->req0 = d->req;
+        if (st == COLL_OK && !d->direct) {
+            devop_gdr(comm, cc, d);
+        }
     }
     if (st == COLL_OK) {
         d->ticket = ++cc->next_ticket;

@@ -18,6 +18,7 @@ typedef struct coll_devop {
     size_t              send_bytes; /* read and written on this rank; 0 when unused here */
     size_t              recv_bytes;
     int                 direct;   /* 1: runs on device memory in place (ipc.c), no staging */
+    int                 gdr;      /* 1: the transports move the device buffers (GPUDirect RDMA) */
     struct coll_p2p_op *p2p;      /* the p2p path (p2p.c): through the device windows */
     int                 send_dev; /* 1: the buffer is device memory (staged unless direct) */
     int                 recv_dev;

@@ -21,6 +21,11 @@ typedef struct coll_cu_driver {
     CUresult (*ctx_get_current)(CUcontext *ctx);
     CUresult (*ctx_get_device)(CUdevice *dev);
     CUresult (*device_get_attribute)(int *value, CUdevice_attribute attr, CUdevice dev);
+    /* optional: dma-bufs of device memory (GPUDirect RDMA through ibv_reg_dmabuf_mr) */
+    CUresult (*mem_get_address_range)(CUdeviceptr *base, size_t *size, CUdeviceptr ptr);
+    CUresult (*mem_get_handle_for_address_range)(void *handle, CUdeviceptr ptr, size_t size,
+                                                 CUmemRangeHandleType type,
+                                                 unsigned long long   flags);
 } coll_cu_driver_t;
 
 /* The driver table, loaded once (thread-safe). */

@@ -1,11 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /* Loading the CUDA driver lazily, and telling device pointers from host pointers. */
 #include "cuda/cuda.h"
+#include "cuda/devmem.h"
 #include "cuda/driver.h"
+#include "error.h"
 #include "log.h"
 
+#include <cuda_runtime.h>
 #include <dlfcn.h>
 #include <pthread.h>
+#include <unistd.h>
 
 static coll_cu_driver_t driver;
 static pthread_once_t   driver_once = PTHREAD_ONCE_INIT;
@@ -33,6 +37,9 @@ static void driver_load(void)
     driver.ctx_get_current       = driver_sym(lib, "cuCtxGetCurrent", NULL);
     driver.ctx_get_device        = driver_sym(lib, "cuCtxGetDevice", NULL);
     driver.device_get_attribute  = driver_sym(lib, "cuDeviceGetAttribute", NULL);
+    driver.mem_get_address_range = driver_sym(lib, "cuMemGetAddressRange_v2", NULL);
+    driver.mem_get_handle_for_address_range =
+        driver_sym(lib, "cuMemGetHandleForAddressRange", NULL);
     if (driver.init == NULL || driver.pointer_get_attribute == NULL) {
         driver.why = "the CUDA driver lacks cuInit or cuPointerGetAttribute";
         return;
@@ -114,4 +121,73 @@ int coll_cuda_current_busid(uint64_t *busid_p)
     }
     *busid_p = ((uint64_t)dom << 16) | ((uint64_t)bus << 8) | ((uint64_t)slot << 3);
     return 1;
+}
+
+coll_result_t coll_cuda_copy_sync(void *stream, void *dst, const void *src, size_t n)
+{
+    cudaError_t e = cudaMemcpyAsync(dst, src, n, cudaMemcpyDefault, (cudaStream_t)stream);
+    if (e == cudaSuccess) {
+        e = cudaStreamSynchronize((cudaStream_t)stream);
+    }
+    if (e != cudaSuccess) {
+        return coll_set_last_error(COLL_ERR_CUDA, "copying %zu bytes %p -> %p: %s", n, src, dst,
+                                   cudaGetErrorString(e));
+    }
+    return COLL_OK;
+}
+
+coll_result_t coll_cuda_dmabuf_get(const void *addr, size_t len, int *fd_p, uintptr_t *base_p,
+                                   size_t *len_p)
+{
+    const coll_cu_driver_t *d     = coll_cu_driver();
+    CUdeviceptr             abase = 0;
+    size_t                  asize = 0;
+    uintptr_t               page  = (uintptr_t)sysconf(_SC_PAGESIZE);
+    const char             *what  = NULL;
+    int                     fd    = -1;
+    CUresult                r;
+
+    if (!d->loaded || d->mem_get_address_range == NULL ||
+        d->mem_get_handle_for_address_range == NULL) {
+        return coll_set_last_error(COLL_ERR_UNSUPPORTED, "the CUDA driver exports no dma-bufs (%s)",
+                                   d->loaded ? "no cuMemGetHandleForAddressRange" : d->why);
+    }
+    r = d->mem_get_address_range(&abase, &asize, (CUdeviceptr)(uintptr_t)addr);
+    if (r != CUDA_SUCCESS) {
+        return coll_set_last_error(COLL_ERR_CUDA, "%p is not in a device allocation (%d)", addr,
+                                   (int)r);
+    }
+    /* the pages around the range, within the allocation (allocations are page aligned) */
+    uintptr_t lo  = (uintptr_t)addr & ~(page - 1),
+              hi  = ((uintptr_t)addr + len + page - 1) & ~(page - 1);
+    uintptr_t alo = (uintptr_t)abase, ahi = (uintptr_t)abase + asize;
+    if (lo < alo) {
+        lo = alo;
+    }
+    if (hi > ahi) {
+        hi = ahi;
+    }
+    if ((lo & (page - 1)) != 0 || (hi & (page - 1)) != 0 || hi <= lo ||
+        (uintptr_t)addr + len > ahi) {
+        return coll_set_last_error(COLL_ERR_UNSUPPORTED,
+                                   "%zu bytes at %p: the allocation [%#lx, %#lx) is not in whole "
+                                   "host pages",
+                                   len, addr, (unsigned long)alo, (unsigned long)ahi);
+    }
+    r = d->mem_get_handle_for_address_range(&fd, (CUdeviceptr)lo, hi - lo,
+                                            CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0);
+    if (r != CUDA_SUCCESS || fd < 0) {
+        if (d->get_error_string == NULL || d->get_error_string(r, &what) != CUDA_SUCCESS) {
+            what = "unknown error";
+        }
+        return coll_set_last_error(r == CUDA_ERROR_NOT_SUPPORTED ? COLL_ERR_UNSUPPORTED
+                                                                 : COLL_ERR_CUDA,
+                                   "cuMemGetHandleForAddressRange (dma-buf) of %zu bytes at "
+                                   "%#lx: %s",
+                                   (size_t)(hi - lo), (unsigned long)lo, what);
+    }
+    *fd_p   = fd;
+    *base_p = lo;
+    *len_p  = hi - lo;
+    return COLL_OK;
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Built without CUDA: no pointer is device memory and stream calls are refused. */
 #include "cuda/cuda.h"
+#include "cuda/devmem.h"
 #include "error.h"
 
 int coll_cuda_ptr_device(const void *p, int *device_p)
@@ -116,4 +117,24 @@ coll_result_t coll_cuda_dev_div(coll_comm_t *comm, coll_dtype_t dt, void *buf, s
     (void)n;
     (void)divisor;
     return coll_comm_fail(comm, COLL_ERR_INTERNAL, "device step without CUDA");
+}
+
+coll_result_t coll_cuda_copy_sync(void *stream, void *dst, const void *src, size_t n)
+{
+    (void)stream;
+    (void)dst;
+    (void)src;
+    (void)n;
+    return coll_set_last_error(COLL_ERR_UNSUPPORTED, "a device copy in a build without CUDA");
+}
+
+coll_result_t coll_cuda_dmabuf_get(const void *addr, size_t len, int *fd_p, uintptr_t *base_p,
+                                   size_t *len_p)
+{
+    (void)addr;
+    (void)len;
+    (void)fd_p;
+    (void)base_p;
+    (void)len_p;
+    return coll_set_last_error(COLL_ERR_UNSUPPORTED, "libcoll was built without CUDA");
 }

@@ -173,7 +173,9 @@ static void proxy_run(coll_cuda_comm_t *cc, coll_devop_t *d)
                coll_op_name(d->args.coll), d->ticket);
     e = cudaEventSynchronize(d->ready);
     coll_debug(COLL, "rank %d: proxy: ticket %u: stream reached (%s)", d->comm->rank, d->ticket,
-               d->direct ? "direct" : "staged");
+               d->direct ? "direct"
+               : d->gdr  ? "GPUDirect RDMA"
+                         : "staged");
     if (e != cudaSuccess) {
         st = proxy_cuda_error(d, "waiting for the caller's stream", e);
     } else if (coll_devop_stage(cc, d) != COLL_OK) {
@@ -181,7 +183,7 @@ static void proxy_run(coll_cuda_comm_t *cc, coll_devop_t *d)
         st = coll_comm_fail(d->comm, COLL_ERR_NO_MEMORY, "rank %d: %s", d->comm->rank,
                             coll_last_error());
         pthread_mutex_unlock(&d->comm->lock);
-    } else if (d->send_dev && !d->direct) {
+    } else if (d->send_dev && !d->direct && !d->gdr) {
         e = cudaMemcpyAsync(d->esend, d->usend, d->send_bytes, cudaMemcpyDeviceToHost, cc->copy);
         if (e == cudaSuccess) {
             e = cudaStreamSynchronize(cc->copy);
@@ -204,7 +206,7 @@ static void proxy_run(coll_cuda_comm_t *cc, coll_devop_t *d)
     if (st == COLL_OK) {
         st = d->status;
     }
-    if (st == COLL_OK && d->recv_dev && !d->direct) {
+    if (st == COLL_OK && d->recv_dev && !d->direct && !d->gdr) {
         e = cudaMemcpyAsync(d->urecv, d->erecv, d->recv_bytes, cudaMemcpyHostToDevice, cc->copy);
         if (e == cudaSuccess) {
             e = cudaStreamSynchronize(cc->copy);
@@ -368,6 +370,12 @@ coll_result_t coll_cuda_proxy_start(coll_cuda_comm_t *cc, coll_comm_t *comm)
     e = (cudaError_t)coll_cuda_kernels_load();
     if (e == cudaSuccess) {
         coll_cuda_ipc_alloc(comm, cc);
+        /* local steps of device calls (GPUDirect RDMA) need it even without windows */
+        if (cc->exec == NULL &&
+            cudaStreamCreateWithFlags(&cc->exec, cudaStreamNonBlocking) != cudaSuccess) {
+            cudaGetLastError();
+            cc->exec = NULL;
+        }
     } else {
         cudaGetLastError();
         coll_info(COLL,

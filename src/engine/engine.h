@@ -65,8 +65,12 @@ typedef struct coll_request {
     atomic_int gate_closed;
     int        detached;
     void (*on_done)(void *arg, coll_result_t status);
-    void                *done_arg;
-    struct coll_devop   *devop; /* a device operation's public handle (src/cuda/), else NULL */
+    void              *done_arg;
+    struct coll_devop *devop; /* a device operation's public handle (src/cuda/), else NULL */
+    /* Set before the gate opens: the buffers are device memory that the transports move
+     * themselves (GPUDirect RDMA, coll_engine_device_fits); local steps run on the device, and
+     * the transports' copies on this CUDA stream. NULL otherwise. */
+    void                *dev_stream;
     struct coll_request *next;
     struct coll_request *prev;
 } coll_task_t;

@@ -281,6 +281,120 @@ static void test_tag_limits(void)
     ASSERT_TRUE(coll_algo_registry_find("ring")->build(0, 2, &a, &s) == COLL_ERR_UNSUPPORTED);
     coll_sched_destroy(&s);
 }
+/* ---- which schedules run on device memory moved by the transports (GPUDirect RDMA) ---- */
+
+static int peer_any(void *arg, int peer)
+{
+    (void)arg;
+    (void)peer;
+    return 1;
+}
+
+static int peer_but(void *arg, int peer)
+{
+    return peer != *(const int *)arg;
+}
+
+/* Builds rank's schedule of args with algorithm a into s (finalized and checked). */
+static void build_with(const coll_algo_t *a, int rank, int n, const coll_args_t *args,
+                       coll_sched_t *s)
+{
+    char msg[256];
+    coll_sched_init(s, rank, n, args->dtype, args->op);
+    ASSERT_OK(a->build(rank, n, args, s));
+    ASSERT_OK(coll_sched_finalize(s));
+    ASSERT_OK(coll_sched_check(s, msg, sizeof(msg)));
+}
+
+static void test_device_fits(void)
+{
+    /* collectives that only move data: every host algorithm of theirs fits, out of place */
+    static const coll_op_t moving[] = {COLL_OP_ALLGATHER, COLL_OP_BROADCAST, COLL_OP_ALLTOALL,
+                                       COLL_OP_SEND, COLL_OP_RECV};
+    static const int       ns[]     = {2, 3, 4, 5, 8};
+    int                    fits = 0, refused = 0, ring_fits = 0, verbose_fits = 1;
+    char                   why[160];
+
+    for (size_t ni = 0; ni < COLL_ARRAY_SIZE(ns); ni++) {
+        int n = ns[ni];
+        for (size_t ci = 0; ci < COLL_ARRAY_SIZE(moving); ci++) {
+            for (int k = 0; k < coll_algo_registry_count(); k++) {
+                const coll_algo_t *a = coll_algo_registry_get(k);
+                for (int r = 0; r < n; r++) {
+                    coll_args_t  args = {.coll        = moving[ci],
+                                         .count       = (size_t)n * 3000,
+                                         .dtype       = COLL_FLOAT32,
+                                         .op          = COLL_SUM,
+                                         .root        = (r + 1) % n, /* send/recv: the peer */
+                                         .chunk_bytes = 4096};
+                    coll_sched_t s;
+                    if (!coll_algo_applies(a, n, &args)) {
+                        continue;
+                    }
+                    build_with(a, r, n, &args, &s);
+                    if (!coll_sched_device_fits(&s, peer_any, NULL, why, sizeof(why))) {
+                        /* only staging through scratch memory (Bruck's rotation) may refuse */
+                        if (strstr(why, "scratch") == NULL || s.scratch_bytes == 0) {
+                            fprintf(stderr, "FAIL %s by %s, rank %d of %d: %s\n",
+                                    coll_op_name(args.coll), a->name, r, n, why);
+                            abort();
+                        }
+                        if (verbose_fits && r == 0) {
+                            printf("  staged: %s by %s on %d ranks (%s)\n", coll_op_name(args.coll),
+                                   a->name, n, why);
+                        }
+                        coll_sched_destroy(&s);
+                        continue;
+                    }
+                    fits++;
+                    if (strcmp(a->name, "ring") == 0 || args.coll == COLL_OP_SEND ||
+                        args.coll == COLL_OP_RECV) {
+                        ring_fits++;
+                    }
+                    /* one peer over a transport that cannot move device memory: refused,
+                     * naming it */
+                    for (uint32_t i = 0; i < s.nsteps; i++) {
+                        const coll_step_t *st = &s.steps[i];
+                        if (st->kind == COLL_STEP_SEND || st->kind == COLL_STEP_RECV) {
+                            int  p = st->peer;
+                            char want[32];
+                            ASSERT_EQ(coll_sched_device_fits(&s, peer_but, &p, why, sizeof(why)),
+                                      0);
+                            snprintf(want, sizeof(want), "rank %d,", p);
+                            ASSERT_TRUE(strstr(why, want) != NULL);
+                            refused++;
+                            break;
+                        }
+                    }
+                    coll_sched_destroy(&s);
+                }
+            }
+        }
+        /* a ring all-reduce reduces on receipt, a ring reduce-scatter too: staged */
+        for (int ip = 0; ip <= 1; ip++) {
+            coll_op_t ops[] = {COLL_OP_ALLREDUCE, COLL_OP_REDUCE_SCATTER};
+            for (size_t oi = 0; oi < COLL_ARRAY_SIZE(ops); oi++) {
+                coll_args_t  args = {.coll        = ops[oi],
+                                     .count       = (size_t)n * 3000,
+                                     .dtype       = COLL_FLOAT32,
+                                     .op          = COLL_SUM,
+                                     .root        = -1,
+                                     .in_place    = ip,
+                                     .chunk_bytes = 4096};
+                coll_sched_t s;
+                build_with(coll_algo_registry_find("ring"), 0, n, &args, &s);
+                ASSERT_EQ(coll_sched_device_fits(&s, peer_any, NULL, why, sizeof(why)), 0);
+                ASSERT_TRUE(strstr(why, "recv_reduce") != NULL || strstr(why, "scratch") != NULL);
+                coll_sched_destroy(&s);
+                refused++;
+            }
+        }
+    }
+    ASSERT_TRUE(fits > 100);
+    ASSERT_TRUE(ring_fits > 50); /* ring all-gather, ring broadcast, send and recv */
+    printf("device fits: %d schedules fit, %d refused as expected\n", fits, refused);
+}
+
 int main(void)
 {
     char err[512];
@@ -294,6 +408,7 @@ int main(void)
     test_tag_limits();
     test_structure();
     test_trees();
+    test_device_fits();
     printf("test_sched_struct: ok\n");
     return 0;
 }

@@ -283,6 +283,7 @@ static coll_result_t ib_init(const coll_tp_init_args_t *args, coll_tp_ctx_t **ct
     COLL_CHECK_GOTO(coll_ib_gid_choose(ctx), st, err);
     COLL_CHECK_GOTO(ib_cq_create(ctx), st, err);
     COLL_CHECK_GOTO(coll_ib_rndv_init(ctx), st, err);
+    coll_ib_gdr_init(ctx);
     coll_info(IB,
               "rank %d: device %s, QPs by %s, %d QPs per peer, %d slots of %zu bytes, "
               "rendezvous from %zu bytes",
@@ -438,6 +439,11 @@ static coll_result_t ib_connect_all(coll_tp_ctx_t *ctx, const int *peers, int np
     return coll_ib_boot_connect_all(ctx, peers, npeers, handles, deadline);
 }
 
+static uint32_t ib_ep_caps(coll_tp_ep_t *tep)
+{
+    return ((coll_ib_ep_t *)tep)->ctx->gdr ? COLL_TP_CAP_CUDA_MEM : 0;
+}
+
 static void ib_ep_close(coll_tp_ep_t *tep)
 {
     coll_ib_ep_t *ep        = (coll_ib_ep_t *)tep;
@@ -449,8 +455,8 @@ const coll_transport_ops_t coll_tp_ib_ops = {
     .abi  = COLL_TRANSPORT_ABI,
     .name = "ib",
     .desc = "InfiniBand/RoCE verbs: RC QPs by rdma_cm or bootstrap, RDMA WRITE with immediate and "
-            "credits, RDMA READ rendezvous from registered (cached) user buffers",
-    .caps = COLL_TP_CAP_HOST_MEM | COLL_TP_CAP_RDMA,
+            "credits, RDMA READ rendezvous from registered (cached) user buffers, GPUDirect RDMA",
+    .caps = COLL_TP_CAP_HOST_MEM | COLL_TP_CAP_RDMA | COLL_TP_CAP_CUDA_MEM,
     .usable      = ib_usable,
     .init        = ib_init,
     .finalize    = ib_finalize,
@@ -463,4 +469,5 @@ const coll_transport_ops_t coll_tp_ib_ops = {
     .block       = ib_block,
     .wake        = ib_wake,
     .ep_close    = ib_ep_close,
+    .ep_caps     = ib_ep_caps,
 };

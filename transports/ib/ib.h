@@ -102,6 +102,7 @@ typedef struct coll_ib_sreq {
     uint64_t             total;   /* RTS, FIN */
     coll_ib_rts_t        rts;     /* RTS: the buffer */
     struct coll_ib_mreg *reg;     /* RTS: its registration */
+    struct ibv_mr       *dev_mr;  /* RTS of device memory: its own registration (ib_gdr.c) */
     struct coll_ib_sreq *next;
     struct coll_ib_sreq *rv_next; /* RTS: in ep->rv_head until complete */
 } coll_ib_sreq_t;
@@ -115,7 +116,8 @@ typedef struct coll_ib_rjob {
     size_t               off;         /* next byte to read */
     int                  outstanding; /* READs posted, not completed */
     coll_result_t        status;
-    struct coll_ib_mreg *reg; /* copy receives: op->buf's registration */
+    struct coll_ib_mreg *reg;    /* copy receives: op->buf's registration */
+    struct ibv_mr       *dev_mr; /* or of device memory, its own (ib_gdr.c) */
     uint32_t             lkey;
     struct coll_ib_rjob *next;
 } coll_ib_rjob_t;
@@ -209,6 +211,10 @@ struct coll_tp_ctx {
     struct ibv_mr      *bounce_mr;
     uint32_t            bounce_free; /* bit i: piece i is free */
     uint64_t            rndv_sends, rndv_recvs;
+    /* GPUDirect RDMA (ib_gdr.c) */
+    int      gdr;        /* device buffers can be registered: endpoints take dev_stream ops */
+    int      gdr_dmabuf; /* through dma-bufs (else nvidia_peermem) */
+    uint64_t gdr_regs, gdr_failures;
 };
 
 extern const coll_transport_ops_t coll_tp_ib_ops;
@@ -257,5 +263,10 @@ void          coll_ib_rndv_read_done(struct coll_tp_ctx *ctx, const struct ibv_w
 int           coll_ib_rndv_progress(struct coll_tp_ctx *ctx);
 /* ep failed (gone = 0: its QPs may still flush completions) or is destroyed (gone = 1) */
 void coll_ib_rndv_ep_fail(coll_ib_ep_t *ep, coll_result_t st, int gone);
+
+/* ib_gdr.c: GPUDirect RDMA. gdr_init (after rndv_init) sets ctx->gdr; gdr_reg registers device
+ * memory (NULL, warned once, when it cannot: the message is then copied). */
+void           coll_ib_gdr_init(struct coll_tp_ctx *ctx);
+struct ibv_mr *coll_ib_gdr_reg(struct coll_tp_ctx *ctx, void *addr, size_t len, int access);
 
 #endif

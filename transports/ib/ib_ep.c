@@ -3,6 +3,7 @@
 #include "config.h"
 
 #include "ib.h"
+#include "cuda/devmem.h"
 #include "ib_mr.h"
 
 #include <arpa/inet.h>
@@ -113,6 +114,9 @@ void coll_ib_sreq_finish(coll_ib_ep_t *ep, coll_ib_sreq_t *s, coll_result_t st)
     if (s->reg != NULL) {
         coll_ib_mrc_put(ep->ctx->mrc, s->reg);
     }
+    if (s->dev_mr != NULL) {
+        ibv_dereg_mr(s->dev_mr);
+    }
     s->next        = ep->ctx->sfree;
     ep->ctx->sfree = s;
     if (op != NULL) {
@@ -203,7 +207,14 @@ static void push(coll_ib_ep_t *ep)
                                .tag   = s->kind == COLL_IB_SREQ_DATA ? s->op->tag : s->tag,
                                .total = s->kind == COLL_IB_SREQ_DATA ? len : s->total,
                                .off   = s->off};
-        if (s->kind == COLL_IB_SREQ_DATA) {
+        if (s->kind == COLL_IB_SREQ_DATA && s->op->dev_stream != NULL && n > 0) {
+            if (coll_cuda_copy_sync(s->op->dev_stream, buf + sizeof(h),
+                                    (const char *)s->op->buf + s->off, n) != COLL_OK) {
+                coll_ib_ep_fail(ep, coll_last_error()); /* a local failure, but the stream's
+                                                          order on this endpoint is lost */
+                return;
+            }
+        } else if (s->kind == COLL_IB_SREQ_DATA) {
             memcpy(buf + sizeof(h), (const char *)s->op->buf + s->off, n);
         } else if (s->kind == COLL_IB_SREQ_RTS) { /* one fragment: the buffer's address */
             h.magic = COLL_IB_RTS_MAGIC;

@@ -18,6 +18,7 @@
 
 #include "ib.h"
 #include "ib_mr.h"
+#include "cuda/devmem.h"
 
 #include <inttypes.h>
 #include <string.h>
@@ -141,19 +142,29 @@ void coll_ib_rndv_fini(struct coll_tp_ctx *ctx)
 int coll_ib_rndv_send(coll_ib_ep_t *ep, coll_tp_op_t *op)
 {
     struct coll_tp_ctx *ctx = ep->ctx;
-    coll_ib_mreg_t     *reg;
+    coll_ib_mreg_t     *reg = NULL;
     void               *mr;
-    if (ctx->rndv_min == 0 || op->len < ctx->rndv_min) {
+    /* device memory always goes by rendezvous (GPUDirect RDMA), else it is copied through the
+     * slots by the copy engine */
+    if (ctx->rndv_min == 0 || op->len == 0 || (op->len < ctx->rndv_min && op->dev_stream == NULL)) {
         return 0;
     }
-    if (coll_ib_mrc_get(ctx->mrc, op->buf, op->len, &reg, &mr) != COLL_OK) {
+    if (op->dev_stream != NULL) {
+        if ((mr = coll_ib_gdr_reg(ctx, op->buf, op->len, IBV_ACCESS_REMOTE_READ)) == NULL) {
+            return 0;
+        }
+    } else if (coll_ib_mrc_get(ctx->mrc, op->buf, op->len, &reg, &mr) != COLL_OK) {
         coll_debug(IB, "rank %d: %zu bytes at %p to rank %d cannot be registered: sent by copy",
                    ctx->rank, op->len, op->buf, ep->base.peer);
         return 0;
     }
     coll_ib_sreq_t *s = coll_ib_sreq_new(ctx);
     if (s == NULL) {
-        coll_ib_mrc_put(ctx->mrc, reg);
+        if (reg != NULL) {
+            coll_ib_mrc_put(ctx->mrc, reg);
+        } else {
+            ibv_dereg_mr(mr);
+        }
         return 0;
     }
     s->op    = op;
@@ -163,6 +174,7 @@ int coll_ib_rndv_send(coll_ib_ep_t *ep, coll_tp_op_t *op)
     s->rts =
         (coll_ib_rts_t){.addr = (uint64_t)(uintptr_t)op->buf, .rkey = ((struct ibv_mr *)mr)->rkey};
     s->reg              = reg;
+    s->dev_mr           = reg == NULL ? mr : NULL;
     coll_ib_sreq_t **pp = &ep->rv_head; /* in order: a FIN completes the oldest match */
     while (*pp != NULL) {
         pp = &(*pp)->rv_next;
@@ -210,6 +222,9 @@ static void job_finish(coll_ib_rjob_t *job)
     }
     if (job->reg != NULL) {
         coll_ib_mrc_put(ctx->mrc_recv, job->reg);
+    }
+    if (job->dev_mr != NULL) {
+        ibv_dereg_mr(job->dev_mr);
     }
     if (st == COLL_OK) {
         coll_ib_sreq_t *s = coll_ib_sreq_new(ctx);
@@ -265,7 +280,7 @@ static int job_issue(coll_ib_rjob_t *job)
         size_t   n;
         uint64_t laddr;
         uint32_t lkey;
-        if (job->reg != NULL) {
+        if (job->reg != NULL || job->dev_mr != NULL) {
             n     = COLL_MIN_OF((size_t)RD_CHUNK, op->len - job->off);
             laddr = (uint64_t)(uintptr_t)((char *)op->buf + job->off);
             lkey  = job->lkey;
@@ -317,8 +332,11 @@ static void job_start(coll_ib_ep_t *ep, coll_tp_op_t *op, const coll_ib_rts_t *r
     }
     *job     = (coll_ib_rjob_t){.ep = ep, .op = op, .raddr = rts->addr, .rkey = rts->rkey};
     op->next = NULL;
-    if (op->operand == NULL && ctx->mrc_recv != NULL &&
-        coll_ib_mrc_get(ctx->mrc_recv, op->buf, op->len, &job->reg, &mr) == COLL_OK) {
+    if (op->dev_stream != NULL) { /* GPUDirect RDMA, else through the bounce buffer */
+        job->dev_mr = coll_ib_gdr_reg(ctx, op->buf, op->len, IBV_ACCESS_LOCAL_WRITE);
+        job->lkey   = job->dev_mr != NULL ? job->dev_mr->lkey : 0;
+    } else if (op->operand == NULL && ctx->mrc_recv != NULL &&
+               coll_ib_mrc_get(ctx->mrc_recv, op->buf, op->len, &job->reg, &mr) == COLL_OK) {
         job->lkey = ((struct ibv_mr *)mr)->lkey;
     } else {
         job->reg = NULL; /* through the bounce buffer */
@@ -415,7 +433,12 @@ void coll_ib_rndv_read_done(struct coll_tp_ctx *ctx, const struct ibv_wc *wc)
     if (wc->status == IBV_WC_SUCCESS && job->status == COLL_OK && d.piece >= 0) {
         const char *in = ctx->bounce + (size_t)d.piece * BOUNCE_PIECE;
         char       *to = (char *)op->buf + d.off;
-        if (op->operand == NULL) {
+        if (op->dev_stream != NULL) {
+            if (coll_cuda_copy_sync(op->dev_stream, to, in, d.len) != COLL_OK) {
+                coll_error(IB, "rank %d: %s", ctx->rank, coll_last_error());
+                job->status = COLL_ERR_CUDA;
+            }
+        } else if (op->operand == NULL) {
             memcpy(to, in, d.len);
         } else {
             size_t esize = coll_dtype_size(op->dtype);

@@ -2,7 +2,7 @@
 # InfiniBand / RoCE verbs transport, built when configure finds libibverbs; with librdmacm too,
 # QPs can also be connected through rdma_cm (COLL_IB_CM).
 IB_SOURCES = transports/ib/ib.h transports/ib/ib.c transports/ib/ib_ep.c transports/ib/ib_cm.c \
-	transports/ib/ib_boot.c transports/ib/ib_gid.c transports/ib/ib_rndv.c
+	transports/ib/ib_boot.c transports/ib/ib_gid.c transports/ib/ib_rndv.c transports/ib/ib_gdr.c
 if HAVE_IBVERBS
 COLL_LIB_SOURCES += $(IB_SOURCES)
 libcoll_internal_la_LIBADD += $(IBVERBS_LDFLAGS) $(IBVERBS_LIBS)

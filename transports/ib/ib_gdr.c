@@ -1,0 +1,149 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * GPUDirect RDMA for the verbs transport: CUDA device buffers registered with the NIC, so that a
+ * rendezvous moves them between GPUs with no copy through host memory. Registration takes a
+ * dma-buf of the allocation (cuMemGetHandleForAddressRange, ibv_reg_dmabuf_mr: Linux 5.12+ and
+ * a provider that imports dma-bufs), else the device pointer itself where the nvidia_peermem
+ * module lets ibv_reg_mr pin GPU memory. Device registrations are not cached: the memory hooks
+ * that keep the cache right see munmap, not cudaFree.
+ *
+ * What the context can do is decided at init without touching CUDA (loading the driver in a
+ * process that made no context would break CUDA in the processes it forks): the provider's
+ * dma-buf import is probed with an invalid descriptor (EOPNOTSUPP: none), the peer-memory module
+ * by its sysfs entry. The first registration then says whether the driver and the device agree.
+ */
+#include "config.h"
+
+#include "ib.h"
+
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cuda/devmem.h"
+#include "error.h"
+#include "log.h"
+#include "param.h"
+
+static int gdr_peermem_loaded(void)
+{
+    static const char *const paths[] = {"/sys/kernel/mm/memory_peers/nv_mem/version",
+                                        "/sys/module/nvidia_peermem/version",
+                                        "/sys/module/nv_peer_mem/version"};
+    for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+        if (access(paths[i], F_OK) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Does the provider import dma-bufs? An invalid descriptor fails with EBADF (or EINVAL) where
+ * it does, with EOPNOTSUPP / EPROTONOSUPPORT where it does not. */
+static int gdr_dmabuf_import(struct coll_tp_ctx *ctx)
+{
+#if HAVE_DECL_IBV_REG_DMABUF_MR
+    errno              = 0;
+    struct ibv_mr *mr  = ibv_reg_dmabuf_mr(ctx->pd, 0, 0, 0, -1, 0);
+    int            err = errno;
+    if (mr != NULL) { /* cannot be, but then it surely imports them */
+        ibv_dereg_mr(mr);
+        return 1;
+    }
+    return err != EOPNOTSUPP && err != EPROTONOSUPPORT && err != ENOSYS && err != 0;
+#else
+    (void)ctx;
+    return 0;
+#endif
+}
+
+void coll_ib_gdr_init(struct coll_tp_ctx *ctx)
+{
+    int         mode = coll_param_enum(COLL_P_IB_GDR); /* auto 0 1 */
+    const char *why  = NULL;
+
+    ctx->gdr        = 0;
+    ctx->gdr_dmabuf = 0;
+    if (mode == 1) {
+        why = "COLL_IB_GDR=0";
+    }
+#if !HAVE_CUDA
+    else {
+        why = "libcoll was built without CUDA";
+    }
+#else
+    else if (ctx->rndv_min == 0 || ctx->rd == NULL) {
+        why = "rendezvous is off (COLL_IB_RNDV_MIN=0, or the device takes no RDMA READ)";
+    } else if (gdr_dmabuf_import(ctx)) {
+        ctx->gdr        = 1;
+        ctx->gdr_dmabuf = 1;
+    } else if (gdr_peermem_loaded()) {
+        ctx->gdr = 1;
+    } else {
+        why = "the provider imports no dma-buf and nvidia_peermem is not loaded";
+    }
+#endif
+    if (ctx->gdr) {
+        coll_info(IB, "rank %d: GPUDirect RDMA on %s: device memory registered %s", ctx->rank,
+                  ctx->devname, ctx->gdr_dmabuf ? "through dma-bufs" : "by nvidia_peermem");
+    } else if (mode == 2) {
+        coll_warn(IB,
+                  "rank %d: COLL_IB_GDR=1 but no GPUDirect RDMA on %s: %s; device buffers "
+                  "are staged through host memory",
+                  ctx->rank, ctx->devname, why);
+    } else {
+        coll_info(IB, "rank %d: no GPUDirect RDMA on %s: %s", ctx->rank, ctx->devname, why);
+    }
+}
+
+/* A dma-buf registration of the pages around [addr, addr + len), or NULL (last error set). */
+static struct ibv_mr *gdr_reg_dmabuf(struct coll_tp_ctx *ctx, void *addr, size_t len, int access)
+{
+#if HAVE_DECL_IBV_REG_DMABUF_MR
+    int       fd;
+    uintptr_t base;
+    size_t    blen;
+    if (coll_cuda_dmabuf_get(addr, len, &fd, &base, &blen) != COLL_OK) {
+        return NULL;
+    }
+    /* the whole exported range at its own virtual addresses (iova = base): the rendezvous
+     * names buffers by address */
+    struct ibv_mr *mr  = ibv_reg_dmabuf_mr(ctx->pd, 0, blen, (uint64_t)base, fd, access);
+    int            err = errno;
+    close(fd); /* the registration holds its own reference */
+    if (mr == NULL) {
+        coll_set_last_error(COLL_ERR_TRANSPORT, "ibv_reg_dmabuf_mr of %zu device bytes: %s", blen,
+                            strerror(err));
+    }
+    return mr;
+#else
+    (void)ctx;
+    (void)addr;
+    (void)len;
+    (void)access;
+    coll_set_last_error(COLL_ERR_UNSUPPORTED, "built without ibv_reg_dmabuf_mr");
+    return NULL;
+#endif
+}
+
+struct ibv_mr *coll_ib_gdr_reg(struct coll_tp_ctx *ctx, void *addr, size_t len, int access)
+{
+    struct ibv_mr *mr;
+    if (ctx->gdr_dmabuf) {
+        mr = gdr_reg_dmabuf(ctx, addr, len, access);
+    } else if ((mr = ibv_reg_mr(ctx->pd, addr, len, access)) == NULL) {
+        coll_set_last_error(COLL_ERR_TRANSPORT, "ibv_reg_mr of %zu device bytes: %s", len,
+                            strerror(errno));
+    }
+    if (mr == NULL) {
+        if (ctx->gdr_failures++ == 0) {
+            coll_warn(IB,
+                      "rank %d: device memory at %p cannot be registered on %s (%s); such "
+                      "messages are copied through host memory",
+                      ctx->rank, addr, ctx->devname, coll_last_error());
+        }
+        return NULL;
+    }
+    ctx->gdr_regs++;
+    return mr;
+}
