@@ -25,6 +25,12 @@
 #include "log.h"
 #include "param.h"
 
+#if HAVE_CUDA
+#define GDR_BUILT 1
+#else
+#define GDR_BUILT 0
+#endif
+
 static int gdr_peermem_loaded(void)
 {
     static const char *const paths[] = {"/sys/kernel/mm/memory_peers/nv_mem/version",
@@ -66,13 +72,9 @@ void coll_ib_gdr_init(struct coll_tp_ctx *ctx)
     ctx->gdr_dmabuf = 0;
     if (mode == 1) {
         why = "COLL_IB_GDR=0";
-    }
-#if !HAVE_CUDA
-    else {
+    } else if (!GDR_BUILT) {
         why = "libcoll was built without CUDA";
-    }
-#else
-    else if (ctx->rndv_min == 0 || ctx->rd == NULL) {
+    } else if (ctx->rndv_min == 0 || ctx->rd == NULL) {
         why = "rendezvous is off (COLL_IB_RNDV_MIN=0, or the device takes no RDMA READ)";
     } else if (gdr_dmabuf_import(ctx)) {
         ctx->gdr        = 1;
@@ -82,7 +84,6 @@ void coll_ib_gdr_init(struct coll_tp_ctx *ctx)
     } else {
         why = "the provider imports no dma-buf and nvidia_peermem is not loaded";
     }
-#endif
     if (ctx->gdr) {
         coll_info(IB, "rank %d: GPUDirect RDMA on %s: device memory registered %s", ctx->rank,
                   ctx->devname, ctx->gdr_dmabuf ? "through dma-bufs" : "by nvidia_peermem");
