@@ -141,19 +141,19 @@ static void match_unexp_put(coll_tp_match_t *m, coll_tp_unexp_t *u)
 }
 
 /* Copy or reduce n bytes of incoming data into op at offset off: COLL_OK, or the device copy's
- * error (op->dev_stream: op->buf is device memory, copied by the CUDA copy engine). */
+ * error (op->dev: op->buf is device memory, copied by the CUDA copy engine). */
 static coll_result_t match_put(coll_tp_op_t *op, size_t off, const void *data, size_t n)
 {
     if (n == 0) {
         return COLL_OK;
     }
     char *dst = (char *)op->buf + off;
-    if (op->dev_stream != NULL) {
+    if (op->dev != NULL) {
         if (op->operand != NULL) {
             return coll_set_last_error(COLL_ERR_INTERNAL,
                                        "a receive that reduces into device memory");
         }
-        return coll_cuda_copy_sync(op->dev_stream, dst, data, n);
+        return coll_cuda_copy_sync(op->dev, dst, data, n);
     }
     if (op->operand == NULL) {
         memcpy(dst, data, n);
@@ -320,10 +320,13 @@ coll_result_t coll_tp_match_deliver(coll_tp_match_t *m, uint64_t tag, size_t tot
             return COLL_ERR_TRANSPORT;
         }
         coll_result_t st = match_put(op, off, data, n);
+        if (st != COLL_OK) {
+            return st; /* a device copy failed: the transport fails the endpoint, and op */
+        }
         op->bytes += n;
-        if (op->bytes >= op->len || st != COLL_OK) {
+        if (op->bytes >= op->len) {
             match_unlink_posted(m, prev, op);
-            match_complete(op, st);
+            match_complete(op, COLL_OK);
         }
         return COLL_OK;
     }
@@ -351,7 +354,7 @@ coll_tp_op_t *coll_tp_match_lookup_copy(coll_tp_match_t *m, uint64_t tag, size_t
 {
     for (coll_tp_op_t *op = m->posted_head; op != NULL; op = op->next) {
         if (op->tag == tag) {
-            return (op->operand == NULL && op->len == total) ? op : NULL;
+            return (op->operand == NULL && op->dev == NULL && op->len == total) ? op : NULL;
         }
     }
     return NULL;

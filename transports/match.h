@@ -41,12 +41,14 @@ void coll_tp_match_fini(coll_tp_match_t *m, coll_result_t status);
 /* Post a receive: takes buffered data for its tag if any; may complete op at once. */
 coll_result_t coll_tp_match_post(coll_tp_match_t *m, coll_tp_op_t *op);
 
-/* A fragment arrived: deliver to the posted receive or buffer it. */
+/* A fragment arrived: deliver to the posted receive or buffer it. COLL_ERR_CUDA when copying it
+ * into a posted receive of device memory failed: the transport then fails the endpoint. */
 coll_result_t coll_tp_match_deliver(coll_tp_match_t *m, uint64_t tag, size_t total, size_t off,
                                     const void *data, size_t n);
 
 /* Zero-copy helper for transports that can read straight into user memory: the posted plain
- * copy receive for tag (NULL if none, or if it reduces, or waits on buffered data). After
+ * copy receive for tag (NULL if none, or if it reduces, is device memory, or waits on buffered
+ * data). After
  * writing n bytes at buf + off, the transport calls coll_tp_match_account(). */
 coll_tp_op_t *coll_tp_match_lookup_copy(coll_tp_match_t *m, uint64_t tag, size_t total);
 coll_result_t coll_tp_match_account(coll_tp_match_t *m, coll_tp_op_t *op, size_t n);

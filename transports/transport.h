@@ -23,7 +23,7 @@
 #include "coll.h"
 #include "auth.h"
 
-#define COLL_TRANSPORT_ABI   3   /* bump on any incompatible change of this header */
+#define COLL_TRANSPORT_ABI   4   /* bump on any incompatible change of this header */
 #define COLL_TP_HANDLE_MAX   256 /* bytes of a listen handle exchanged through bootstrap */
 #define COLL_TP_HOSTNAME_MAX 64
 #define COLL_TP_WIN_SLOTS    256  /* flag slots per window half that win_* transports offer */
@@ -78,11 +78,11 @@ typedef struct coll_tp_op {
     coll_dtype_t dtype;   /* recv with operand: element type (len is a multiple) */
     coll_redop_t op;      /* recv with operand: SUM, PROD, MIN or MAX (never AVG) */
     /* non-NULL: buf is CUDA device memory (posted only to endpoints whose ep_caps has
-     * COLL_TP_CAP_CUDA_MEM, never with an operand), and this is the CUDA stream, one that never
-     * waits for the legacy default stream, for whatever the transport copies in or out of it */
-    void             *dev_stream;
-    coll_tp_done_fn_t done; /* completion callback */
-    void             *arg;  /* its argument */
+     * COLL_TP_CAP_CUDA_MEM, never with an operand); what the transport copies in or out of it
+     * goes by coll_cuda_copy_sync(dev, ...) (src/cuda/devmem.h) */
+    const struct coll_devmem *dev;
+    coll_tp_done_fn_t         done; /* completion callback */
+    void                     *arg;  /* its argument */
     /* ---- owned by the transport / matching layer while in flight ---- */
     size_t             bytes; /* bytes sent, or delivered into buf */
     struct coll_tp_op *next;
@@ -137,7 +137,7 @@ typedef struct coll_transport_ops {
     void (*wake)(coll_tp_ctx_t *ctx);
     void (*ep_close)(coll_tp_ep_t *ep);
     /* Optional: what this endpoint's data path takes beyond host memory (COLL_TP_CAP_CUDA_MEM:
-     * ops with dev_stream, e.g. by GPUDirect RDMA); NULL means host memory only. */
+     * ops with dev set, e.g. by GPUDirect RDMA); NULL means host memory only. */
     uint32_t (*ep_caps)(coll_tp_ep_t *ep);
 
     /* ---- optional: shared windows ---- */

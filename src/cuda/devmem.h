@@ -13,16 +13,25 @@
 
 #include "coll.h"
 
-/* Copy n bytes, either side device or host memory (cudaMemcpyDefault), on stream (a CUDA
- * stream that never waits for the legacy default stream: the callers' streams may be waiting for
- * this very call) and wait for it. COLL_ERR_CUDA with the last error set. */
-coll_result_t coll_cuda_copy_sync(void *stream, void *dst, const void *src, size_t n);
+/* Device memory a transport moves: where its copies go (a stream that never waits for the
+ * legacy default stream: the callers' streams may be waiting for this very call) and the device
+ * to make current for them. Owned by the communicator's device state (src/cuda/). */
+typedef struct coll_devmem {
+    void *stream;
+    int   device;
+} coll_devmem_t;
 
-/* A dma-buf of the device memory around [addr, addr + len): *fd_p (the caller closes it) covers
- * [*base_p, *base_p + *len_p), the range widened to host pages within addr's allocation. Fails
- * (COLL_ERR_CUDA or COLL_ERR_UNSUPPORTED, last error set: the driver, the device or the
- * allocation does not export dma-bufs) without side effects. */
-coll_result_t coll_cuda_dmabuf_get(const void *addr, size_t len, int *fd_p, uintptr_t *base_p,
-                                   size_t *len_p);
+/* Copy n bytes, either side device or host memory (cudaMemcpyDefault), on dm's stream with its
+ * device current (restored after), and wait for it. COLL_ERR_CUDA with the last error set. */
+coll_result_t coll_cuda_copy_sync(const coll_devmem_t *dm, void *dst, const void *src, size_t n);
+
+/* A dma-buf of the device memory around [addr, addr + len) (dm's device current meanwhile):
+ * *fd_p (the caller closes it) covers [*base_p, *base_p + *len_p), the range widened to host
+ * pages within addr's allocation. Fails without side effects, last error set:
+ * COLL_ERR_INVALID_ARG when this allocation is not in whole host pages (a small one carved out
+ * of a larger block: others may still export), COLL_ERR_UNSUPPORTED or COLL_ERR_CUDA when the
+ * driver or the device exports none. */
+coll_result_t coll_cuda_dmabuf_get(const coll_devmem_t *dm, const void *addr, size_t len, int *fd_p,
+                                   uintptr_t *base_p, size_t *len_p);
 
 #endif

@@ -124,8 +124,8 @@ static void devop_gdr(coll_comm_t *comm, coll_cuda_comm_t *cc, coll_devop_t *d)
                    coll_op_name(d->args.coll), why);
         return;
     }
-    d->gdr              = 1;
-    d->req0->dev_stream = cc->copy;
+    d->gdr       = 1;
+    d->req0->dev = &cc->devmem;
     coll_free(d->heap); /* reserved for staging, not needed */
     d->heap = NULL;
     coll_debug(COLL, "rank %d: %s on device memory by GPUDirect RDMA, no staging", comm->rank,

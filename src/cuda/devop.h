@@ -4,6 +4,7 @@
 #define COLL_CUDA_DEVOP_H
 
 #include "cuda/cuda.h"
+#include "cuda/devmem.h"
 
 #include <cuda.h>
 #include <cuda_runtime.h>
@@ -49,7 +50,9 @@ typedef struct coll_cuda_comm {
     pthread_cond_t  qcond;
     int             stop;
     coll_devop_t   *head, *tail;
-    cudaStream_t    copy; /* non-blocking: never waits for the legacy default stream */
+    cudaStream_t    copy;   /* non-blocking: never waits for the legacy default stream */
+    coll_devmem_t   devmem; /* {copy, device}: transports' copies of GPUDirect RDMA calls */
+    int gdr_flush; /* the device does not order GPUDirect RDMA writes: flush after receiving */
     /* the caller's streams wait on this word (mapped pinned memory) */
     volatile uint32_t *flag;
     CUdeviceptr        flag_dev;

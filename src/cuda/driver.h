@@ -24,8 +24,7 @@ typedef struct coll_cu_driver {
     /* optional: dma-bufs of device memory (GPUDirect RDMA through ibv_reg_dmabuf_mr) */
     CUresult (*mem_get_address_range)(CUdeviceptr *base, size_t *size, CUdeviceptr ptr);
     CUresult (*mem_get_handle_for_address_range)(void *handle, CUdeviceptr ptr, size_t size,
-                                                 CUmemRangeHandleType type,
-                                                 unsigned long long   flags);
+                                                 int type, unsigned long long flags);
 } coll_cu_driver_t;
 
 /* The driver table, loaded once (thread-safe). */

@@ -123,21 +123,46 @@ int coll_cuda_current_busid(uint64_t *busid_p)
     return 1;
 }
 
-coll_result_t coll_cuda_copy_sync(void *stream, void *dst, const void *src, size_t n)
+/* Make dm's device current; the previous one in *old_p (-1: none to restore). */
+static void devmem_enter(const coll_devmem_t *dm, int *old_p)
 {
-    cudaError_t e = cudaMemcpyAsync(dst, src, n, cudaMemcpyDefault, (cudaStream_t)stream);
-    if (e == cudaSuccess) {
-        e = cudaStreamSynchronize((cudaStream_t)stream);
+    *old_p = -1;
+    if (cudaGetDevice(old_p) != cudaSuccess) {
+        cudaGetLastError();
+        *old_p = -1;
     }
+    if (*old_p != dm->device) {
+        cudaSetDevice(dm->device);
+    }
+}
+
+static void devmem_leave(const coll_devmem_t *dm, int old)
+{
+    if (old >= 0 && old != dm->device) {
+        cudaSetDevice(old);
+    }
+}
+
+coll_result_t coll_cuda_copy_sync(const coll_devmem_t *dm, void *dst, const void *src, size_t n)
+{
+    int old;
+    devmem_enter(dm, &old);
+    cudaError_t e = cudaMemcpyAsync(dst, src, n, cudaMemcpyDefault, (cudaStream_t)dm->stream);
+    if (e == cudaSuccess) {
+        e = cudaStreamSynchronize((cudaStream_t)dm->stream);
+    }
+    devmem_leave(dm, old);
     if (e != cudaSuccess) {
-        return coll_set_last_error(COLL_ERR_CUDA, "copying %zu bytes %p -> %p: %s", n, src, dst,
-                                   cudaGetErrorString(e));
+        return coll_set_last_error(COLL_ERR_CUDA,
+                                   "copying %zu bytes %p -> %p on CUDA device %d: %s", n, src, dst,
+                                   dm->device, cudaGetErrorString(e));
     }
     return COLL_OK;
 }
 
-coll_result_t coll_cuda_dmabuf_get(const void *addr, size_t len, int *fd_p, uintptr_t *base_p,
-                                   size_t *len_p)
+#if CUDA_VERSION >= 11070
+static coll_result_t dmabuf_get(const void *addr, size_t len, int *fd_p, uintptr_t *base_p,
+                                size_t *len_p)
 {
     const coll_cu_driver_t *d     = coll_cu_driver();
     CUdeviceptr             abase = 0;
@@ -157,19 +182,12 @@ coll_result_t coll_cuda_dmabuf_get(const void *addr, size_t len, int *fd_p, uint
         return coll_set_last_error(COLL_ERR_CUDA, "%p is not in a device allocation (%d)", addr,
                                    (int)r);
     }
-    /* the pages around the range, within the allocation (allocations are page aligned) */
-    uintptr_t lo  = (uintptr_t)addr & ~(page - 1),
-              hi  = ((uintptr_t)addr + len + page - 1) & ~(page - 1);
+    /* the pages around the range, within the allocation */
+    uintptr_t lo  = (uintptr_t)addr & ~(page - 1);
+    uintptr_t hi  = ((uintptr_t)addr + len + page - 1) & ~(page - 1);
     uintptr_t alo = (uintptr_t)abase, ahi = (uintptr_t)abase + asize;
-    if (lo < alo) {
-        lo = alo;
-    }
-    if (hi > ahi) {
-        hi = ahi;
-    }
-    if ((lo & (page - 1)) != 0 || (hi & (page - 1)) != 0 || hi <= lo ||
-        (uintptr_t)addr + len > ahi) {
-        return coll_set_last_error(COLL_ERR_UNSUPPORTED,
+    if (lo < alo || hi > ahi || (uintptr_t)addr + len > ahi) {
+        return coll_set_last_error(COLL_ERR_INVALID_ARG,
                                    "%zu bytes at %p: the allocation [%#lx, %#lx) is not in whole "
                                    "host pages",
                                    len, addr, (unsigned long)alo, (unsigned long)ahi);
@@ -190,4 +208,27 @@ coll_result_t coll_cuda_dmabuf_get(const void *addr, size_t len, int *fd_p, uint
     *base_p = lo;
     *len_p  = hi - lo;
     return COLL_OK;
+}
+#else
+static coll_result_t dmabuf_get(const void *addr, size_t len, int *fd_p, uintptr_t *base_p,
+                                size_t *len_p)
+{
+    (void)addr;
+    (void)len;
+    (void)fd_p;
+    (void)base_p;
+    (void)len_p;
+    return coll_set_last_error(COLL_ERR_UNSUPPORTED,
+                               "built with CUDA headers older than 11.7: no dma-bufs");
+}
+#endif
+
+coll_result_t coll_cuda_dmabuf_get(const coll_devmem_t *dm, const void *addr, size_t len, int *fd_p,
+                                   uintptr_t *base_p, size_t *len_p)
+{
+    int old;
+    devmem_enter(dm, &old);
+    coll_result_t st = dmabuf_get(addr, len, fd_p, base_p, len_p);
+    devmem_leave(dm, old);
+    return st;
 }

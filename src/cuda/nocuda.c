@@ -119,18 +119,19 @@ coll_result_t coll_cuda_dev_div(coll_comm_t *comm, coll_dtype_t dt, void *buf, s
     return coll_comm_fail(comm, COLL_ERR_INTERNAL, "device step without CUDA");
 }
 
-coll_result_t coll_cuda_copy_sync(void *stream, void *dst, const void *src, size_t n)
+coll_result_t coll_cuda_copy_sync(const coll_devmem_t *dm, void *dst, const void *src, size_t n)
 {
-    (void)stream;
+    (void)dm;
     (void)dst;
     (void)src;
     (void)n;
     return coll_set_last_error(COLL_ERR_UNSUPPORTED, "a device copy in a build without CUDA");
 }
 
-coll_result_t coll_cuda_dmabuf_get(const void *addr, size_t len, int *fd_p, uintptr_t *base_p,
-                                   size_t *len_p)
+coll_result_t coll_cuda_dmabuf_get(const coll_devmem_t *dm, const void *addr, size_t len, int *fd_p,
+                                   uintptr_t *base_p, size_t *len_p)
 {
+    (void)dm;
     (void)addr;
     (void)len;
     (void)fd_p;

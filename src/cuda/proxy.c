@@ -206,6 +206,15 @@ static void proxy_run(coll_cuda_comm_t *cc, coll_devop_t *d)
     if (st == COLL_OK) {
         st = d->status;
     }
+    if (st == COLL_OK && d->gdr && d->recv_bytes > 0 && cc->gdr_flush) {
+        /* the NIC wrote the results into device memory: make them visible to the context
+         * before the caller's stream goes on (devices that do not order such writes) */
+        e = cudaDeviceFlushGPUDirectRDMAWrites(cudaFlushGPUDirectRDMAWritesTargetCurrentDevice,
+                                               cudaFlushGPUDirectRDMAWritesToOwner);
+        if (e != cudaSuccess) {
+            st = proxy_cuda_error(d, "flushing GPUDirect RDMA writes", e);
+        }
+    }
     if (st == COLL_OK && d->recv_dev && !d->direct && !d->gdr) {
         e = cudaMemcpyAsync(d->urecv, d->erecv, d->recv_bytes, cudaMemcpyHostToDevice, cc->copy);
         if (e == cudaSuccess) {
@@ -351,9 +360,20 @@ coll_result_t coll_cuda_proxy_start(coll_cuda_comm_t *cc, coll_comm_t *comm)
                                    "rank %d: setting up device operations on CUDA device %d: %s",
                                    comm->rank, cc->device, cudaGetErrorString(e));
     }
+    cc->devmem     = (coll_devmem_t){.stream = cc->copy, .device = cc->device};
     cc->flag       = host;
     cc->flag_dev   = (CUdeviceptr)dev;
     cc->use_memops = proxy_memops_work(cc);
+    int order = 0, flush = 0;
+    if (cudaDeviceGetAttribute(&order, cudaDevAttrGPUDirectRDMAWritesOrdering, cc->device) !=
+            cudaSuccess ||
+        cudaDeviceGetAttribute(&flush, cudaDevAttrGPUDirectRDMAFlushWritesOptions, cc->device) !=
+            cudaSuccess) {
+        cudaGetLastError();
+        order = flush = 0;
+    }
+    cc->gdr_flush = order < (int)cudaGPUDirectRDMAWritesOrderingOwner &&
+                    (flush & (int)cudaFlushGPUDirectRDMAWritesOptionHost) != 0;
     /* the pinned staging and the device windows, now that none of our calls is in flight */
     cc->stage_cap = coll_param_size(COLL_P_CUDA_STAGING_SIZE);
     int node =

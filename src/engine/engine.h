@@ -68,11 +68,11 @@ typedef struct coll_request {
     void              *done_arg;
     struct coll_devop *devop; /* a device operation's public handle (src/cuda/), else NULL */
     /* Set before the gate opens: the buffers are device memory that the transports move
-     * themselves (GPUDirect RDMA, coll_engine_device_fits); local steps run on the device, and
-     * the transports' copies on this CUDA stream. NULL otherwise. */
-    void                *dev_stream;
-    struct coll_request *next;
-    struct coll_request *prev;
+     * themselves (GPUDirect RDMA, coll_sched_device_fits); local steps run on the device, and
+     * the transports' copies by this (src/cuda/devmem.h). NULL otherwise. */
+    const struct coll_devmem *dev;
+    struct coll_request      *next;
+    struct coll_request      *prev;
 } coll_task_t;
 
 /* Start an operation: picks the algorithm, builds (or reuses) the schedule, posts ready steps.

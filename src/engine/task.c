@@ -85,7 +85,7 @@ static coll_result_t task_step_start(coll_task_t *req, uint32_t i)
     size_t              esz  = coll_dtype_size(s->dtype);
 
     req->started[i] = 1;
-    if ((req->args.device || req->dev_stream != NULL) &&
+    if ((req->args.device || req->dev != NULL) &&
         (st->kind == COLL_STEP_COPY || st->kind == COLL_STEP_REDUCE || st->kind == COLL_STEP_DIV)) {
         coll_result_t r = COLL_OK;
         if (st->kind == COLL_STEP_COPY && st->len > 0 && dst != src) {
@@ -131,20 +131,20 @@ static coll_result_t task_step_start(coll_task_t *req, uint32_t i)
     }
     coll_task_op_t *to = &req->ops[i];
     coll_tp_ep_t   *ep = comm->eps[st->peer];
-    if (req->dev_stream != NULL && st->kind == COLL_STEP_RECV_REDUCE) {
+    if (req->dev != NULL && st->kind == COLL_STEP_RECV_REDUCE) {
         return coll_set_last_error(COLL_ERR_INTERNAL,
                                    "rank %d: a receive that reduces into "
                                    "device memory (step %u)",
                                    comm->rank, i);
     }
     memset(&to->op, 0, sizeof(to->op));
-    to->op.dev_stream = req->dev_stream;
-    to->req           = req;
-    to->step          = i;
-    to->op.len        = st->len;
-    to->op.tag        = req->tag_base | st->tag;
-    to->op.done       = task_op_done;
-    to->op.arg        = to;
+    to->op.dev  = req->dev;
+    to->req     = req;
+    to->step    = i;
+    to->op.len  = st->len;
+    to->op.tag  = req->tag_base | st->tag;
+    to->op.done = task_op_done;
+    to->op.arg  = to;
     if (st->kind == COLL_STEP_SEND) {
         to->op.buf = src;
         return ep->ops->isend(ep, &to->op);

@@ -441,7 +441,9 @@ static coll_result_t ib_connect_all(coll_tp_ctx_t *ctx, const int *peers, int np
 
 static uint32_t ib_ep_caps(coll_tp_ep_t *tep)
 {
-    return ((coll_ib_ep_t *)tep)->ctx->gdr ? COLL_TP_CAP_CUDA_MEM : 0;
+    return __atomic_load_n(&((coll_ib_ep_t *)tep)->ctx->gdr, __ATOMIC_RELAXED)
+               ? COLL_TP_CAP_CUDA_MEM
+               : 0;
 }
 
 static void ib_ep_close(coll_tp_ep_t *tep)

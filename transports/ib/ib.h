@@ -212,9 +212,11 @@ struct coll_tp_ctx {
     uint32_t            bounce_free; /* bit i: piece i is free */
     uint64_t            rndv_sends, rndv_recvs;
     /* GPUDirect RDMA (ib_gdr.c) */
-    int      gdr;        /* device buffers can be registered: endpoints take dev_stream ops */
-    int      gdr_dmabuf; /* through dma-bufs (else nvidia_peermem) */
-    uint64_t gdr_regs, gdr_failures;
+    int           gdr; /* device buffers can be registered: endpoints take ops with dev set */
+    int           gdr_dmabuf; /* through dma-bufs (else, or when a dma-buf fails, nvidia_peermem) */
+    int           gdr_peermem; /* nvidia_peermem is loaded */
+    coll_result_t gdr_last;    /* the last registration's failure */
+    uint64_t      gdr_regs, gdr_failures;
 };
 
 extern const coll_transport_ops_t coll_tp_ib_ops;
@@ -265,8 +267,11 @@ int           coll_ib_rndv_progress(struct coll_tp_ctx *ctx);
 void coll_ib_rndv_ep_fail(coll_ib_ep_t *ep, coll_result_t st, int gone);
 
 /* ib_gdr.c: GPUDirect RDMA. gdr_init (after rndv_init) sets ctx->gdr; gdr_reg registers device
- * memory (NULL, warned once, when it cannot: the message is then copied). */
-void           coll_ib_gdr_init(struct coll_tp_ctx *ctx);
-struct ibv_mr *coll_ib_gdr_reg(struct coll_tp_ctx *ctx, void *addr, size_t len, int access);
+ * memory (NULL, warned once, when it cannot: the message is then copied; when no registration
+ * ever worked, ctx->gdr is cleared and later calls are staged). */
+void coll_ib_gdr_init(struct coll_tp_ctx *ctx);
+struct coll_devmem;
+struct ibv_mr *coll_ib_gdr_reg(struct coll_tp_ctx *ctx, const struct coll_devmem *dm, void *addr,
+                               size_t len, int access);
 
 #endif

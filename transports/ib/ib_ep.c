@@ -207,9 +207,9 @@ static void push(coll_ib_ep_t *ep)
                                .tag   = s->kind == COLL_IB_SREQ_DATA ? s->op->tag : s->tag,
                                .total = s->kind == COLL_IB_SREQ_DATA ? len : s->total,
                                .off   = s->off};
-        if (s->kind == COLL_IB_SREQ_DATA && s->op->dev_stream != NULL && n > 0) {
-            if (coll_cuda_copy_sync(s->op->dev_stream, buf + sizeof(h),
-                                    (const char *)s->op->buf + s->off, n) != COLL_OK) {
+        if (s->kind == COLL_IB_SREQ_DATA && s->op->dev != NULL && n > 0) {
+            if (coll_cuda_copy_sync(s->op->dev, buf + sizeof(h), (const char *)s->op->buf + s->off,
+                                    n) != COLL_OK) {
                 coll_ib_ep_fail(ep, coll_last_error()); /* a local failure, but the stream's
                                                           order on this endpoint is lost */
                 return;
@@ -351,9 +351,11 @@ static void on_fragment(coll_ib_qp_t *q, uint32_t slot)
         coll_ib_ep_fail(q->ep, "corrupt fragment header");
         return;
     }
-    if (coll_tp_match_deliver(&q->ep->match, h.tag, h.total, h.off, buf + sizeof(h), h.len) !=
-        COLL_OK) {
-        coll_ib_ep_fail(q->ep, "a fragment does not match its message");
+    coll_result_t st =
+        coll_tp_match_deliver(&q->ep->match, h.tag, h.total, h.off, buf + sizeof(h), h.len);
+    if (st != COLL_OK) {
+        coll_ib_ep_fail(q->ep, st == COLL_ERR_CUDA ? coll_last_error()
+                                                   : "a fragment does not match its message");
         return;
     }
     q->to_return++;

@@ -76,17 +76,20 @@ void coll_ib_gdr_init(struct coll_tp_ctx *ctx)
         why = "libcoll was built without CUDA";
     } else if (ctx->rndv_min == 0 || ctx->rd == NULL) {
         why = "rendezvous is off (COLL_IB_RNDV_MIN=0, or the device takes no RDMA READ)";
-    } else if (gdr_dmabuf_import(ctx)) {
-        ctx->gdr        = 1;
-        ctx->gdr_dmabuf = 1;
-    } else if (gdr_peermem_loaded()) {
-        ctx->gdr = 1;
     } else {
+        ctx->gdr_dmabuf  = gdr_dmabuf_import(ctx);
+        ctx->gdr_peermem = gdr_peermem_loaded();
+        ctx->gdr         = ctx->gdr_dmabuf || ctx->gdr_peermem;
+    }
+    if (!ctx->gdr && why == NULL) {
         why = "the provider imports no dma-buf and nvidia_peermem is not loaded";
     }
     if (ctx->gdr) {
         coll_info(IB, "rank %d: GPUDirect RDMA on %s: device memory registered %s", ctx->rank,
-                  ctx->devname, ctx->gdr_dmabuf ? "through dma-bufs" : "by nvidia_peermem");
+                  ctx->devname,
+                  ctx->gdr_dmabuf && ctx->gdr_peermem ? "through dma-bufs, else nvidia_peermem"
+                  : ctx->gdr_dmabuf                   ? "through dma-bufs"
+                                                      : "by nvidia_peermem");
     } else if (mode == 2) {
         coll_warn(IB,
                   "rank %d: COLL_IB_GDR=1 but no GPUDirect RDMA on %s: %s; device buffers "
@@ -97,14 +100,18 @@ void coll_ib_gdr_init(struct coll_tp_ctx *ctx)
     }
 }
 
-/* A dma-buf registration of the pages around [addr, addr + len), or NULL (last error set). */
-static struct ibv_mr *gdr_reg_dmabuf(struct coll_tp_ctx *ctx, void *addr, size_t len, int access)
+/* A dma-buf registration of the pages around [addr, addr + len), or NULL (last error set; its
+ * code COLL_ERR_INVALID_ARG when only this allocation cannot be exported). */
+static struct ibv_mr *gdr_reg_dmabuf(struct coll_tp_ctx *ctx, const coll_devmem_t *dm, void *addr,
+                                     size_t len, int access)
 {
 #if HAVE_DECL_IBV_REG_DMABUF_MR
-    int       fd;
-    uintptr_t base;
-    size_t    blen;
-    if (coll_cuda_dmabuf_get(addr, len, &fd, &base, &blen) != COLL_OK) {
+    int           fd;
+    uintptr_t     base;
+    size_t        blen;
+    coll_result_t st = coll_cuda_dmabuf_get(dm, addr, len, &fd, &base, &blen);
+    if (st != COLL_OK) {
+        ctx->gdr_last = st;
         return NULL;
     }
     /* the whole exported range at its own virtual addresses (iova = base): the rendezvous
@@ -113,38 +120,57 @@ static struct ibv_mr *gdr_reg_dmabuf(struct coll_tp_ctx *ctx, void *addr, size_t
     int            err = errno;
     close(fd); /* the registration holds its own reference */
     if (mr == NULL) {
+        ctx->gdr_last = COLL_ERR_TRANSPORT;
         coll_set_last_error(COLL_ERR_TRANSPORT, "ibv_reg_dmabuf_mr of %zu device bytes: %s", blen,
                             strerror(err));
     }
     return mr;
 #else
     (void)ctx;
+    (void)dm;
     (void)addr;
     (void)len;
     (void)access;
+    ctx->gdr_last = COLL_ERR_UNSUPPORTED;
     coll_set_last_error(COLL_ERR_UNSUPPORTED, "built without ibv_reg_dmabuf_mr");
     return NULL;
 #endif
 }
 
-struct ibv_mr *coll_ib_gdr_reg(struct coll_tp_ctx *ctx, void *addr, size_t len, int access)
+struct ibv_mr *coll_ib_gdr_reg(struct coll_tp_ctx *ctx, const coll_devmem_t *dm, void *addr,
+                               size_t len, int access)
 {
-    struct ibv_mr *mr;
+    struct ibv_mr *mr = NULL;
     if (ctx->gdr_dmabuf) {
-        mr = gdr_reg_dmabuf(ctx, addr, len, access);
-    } else if ((mr = ibv_reg_mr(ctx->pd, addr, len, access)) == NULL) {
-        coll_set_last_error(COLL_ERR_TRANSPORT, "ibv_reg_mr of %zu device bytes: %s", len,
-                            strerror(errno));
+        mr = gdr_reg_dmabuf(ctx, dm, addr, len, access);
     }
-    if (mr == NULL) {
-        if (ctx->gdr_failures++ == 0) {
-            coll_warn(IB,
-                      "rank %d: device memory at %p cannot be registered on %s (%s); such "
-                      "messages are copied through host memory",
-                      ctx->rank, addr, ctx->devname, coll_last_error());
+    /* nvidia_peermem pins device pointers through plain ibv_reg_mr: without dma-bufs, or where
+     * the driver or this allocation exports none */
+    if (mr == NULL && ctx->gdr_peermem) {
+        if ((mr = ibv_reg_mr(ctx->pd, addr, len, access)) == NULL) {
+            ctx->gdr_last = COLL_ERR_TRANSPORT;
+            coll_set_last_error(COLL_ERR_TRANSPORT, "ibv_reg_mr of %zu device bytes: %s", len,
+                                strerror(errno));
         }
-        return NULL;
     }
-    ctx->gdr_regs++;
-    return mr;
+    if (mr != NULL) {
+        ctx->gdr_regs++;
+        return mr;
+    }
+    ctx->gdr_failures++;
+    if (ctx->gdr_regs == 0 && ctx->gdr_last != COLL_ERR_INVALID_ARG) {
+        /* never worked, and not for this allocation's sake: the driver or the device does not
+         * take part. Later calls stage (each rank decides for itself; the wire is the same). */
+        __atomic_store_n(&ctx->gdr, 0, __ATOMIC_RELAXED); /* ep_caps reads it in callers */
+        coll_warn(IB,
+                  "rank %d: device memory cannot be registered on %s (%s): GPUDirect RDMA off "
+                  "for this communicator, device buffers are staged through host memory",
+                  ctx->rank, ctx->devname, coll_last_error());
+    } else if (ctx->gdr_failures == 1) {
+        coll_warn(IB,
+                  "rank %d: device memory at %p cannot be registered on %s (%s); such messages "
+                  "are copied through host memory",
+                  ctx->rank, addr, ctx->devname, coll_last_error());
+    }
+    return NULL;
 }

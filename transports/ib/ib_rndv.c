@@ -144,13 +144,14 @@ int coll_ib_rndv_send(coll_ib_ep_t *ep, coll_tp_op_t *op)
     struct coll_tp_ctx *ctx = ep->ctx;
     coll_ib_mreg_t     *reg = NULL;
     void               *mr;
-    /* device memory always goes by rendezvous (GPUDirect RDMA), else it is copied through the
-     * slots by the copy engine */
-    if (ctx->rndv_min == 0 || op->len == 0 || (op->len < ctx->rndv_min && op->dev_stream == NULL)) {
+    /* device memory too (GPUDirect RDMA): shorter messages are copied through the slots, so
+     * that a short send completes without its receive, as from host memory */
+    if (ctx->rndv_min == 0 || op->len < ctx->rndv_min) {
         return 0;
     }
-    if (op->dev_stream != NULL) {
-        if ((mr = coll_ib_gdr_reg(ctx, op->buf, op->len, IBV_ACCESS_REMOTE_READ)) == NULL) {
+    if (op->dev != NULL) {
+        if ((mr = coll_ib_gdr_reg(ctx, op->dev, op->buf, op->len, IBV_ACCESS_REMOTE_READ)) ==
+            NULL) {
             return 0;
         }
     } else if (coll_ib_mrc_get(ctx->mrc, op->buf, op->len, &reg, &mr) != COLL_OK) {
@@ -332,8 +333,8 @@ static void job_start(coll_ib_ep_t *ep, coll_tp_op_t *op, const coll_ib_rts_t *r
     }
     *job     = (coll_ib_rjob_t){.ep = ep, .op = op, .raddr = rts->addr, .rkey = rts->rkey};
     op->next = NULL;
-    if (op->dev_stream != NULL) { /* GPUDirect RDMA, else through the bounce buffer */
-        job->dev_mr = coll_ib_gdr_reg(ctx, op->buf, op->len, IBV_ACCESS_LOCAL_WRITE);
+    if (op->dev != NULL) { /* GPUDirect RDMA, else through the bounce buffer */
+        job->dev_mr = coll_ib_gdr_reg(ctx, op->dev, op->buf, op->len, IBV_ACCESS_LOCAL_WRITE);
         job->lkey   = job->dev_mr != NULL ? job->dev_mr->lkey : 0;
     } else if (op->operand == NULL && ctx->mrc_recv != NULL &&
                coll_ib_mrc_get(ctx->mrc_recv, op->buf, op->len, &job->reg, &mr) == COLL_OK) {
@@ -430,14 +431,12 @@ void coll_ib_rndv_read_done(struct coll_tp_ctx *ctx, const struct ibv_wc *wc)
     coll_ib_rjob_t *job = d.job;
     coll_tp_op_t   *op  = job->op;
     q->nreads--;
+    coll_result_t copied = COLL_OK;
     if (wc->status == IBV_WC_SUCCESS && job->status == COLL_OK && d.piece >= 0) {
         const char *in = ctx->bounce + (size_t)d.piece * BOUNCE_PIECE;
         char       *to = (char *)op->buf + d.off;
-        if (op->dev_stream != NULL) {
-            if (coll_cuda_copy_sync(op->dev_stream, to, in, d.len) != COLL_OK) {
-                coll_error(IB, "rank %d: %s", ctx->rank, coll_last_error());
-                job->status = COLL_ERR_CUDA;
-            }
+        if (op->dev != NULL) {
+            copied = coll_cuda_copy_sync(op->dev, to, in, d.len);
         } else if (op->operand == NULL) {
             memcpy(to, in, d.len);
         } else {
@@ -448,11 +447,12 @@ void coll_ib_rndv_read_done(struct coll_tp_ctx *ctx, const struct ibv_wc *wc)
     }
     rd_put(ctx, i);
     job->outstanding--;
-    if (wc->status != IBV_WC_SUCCESS) {
-        job->status = COLL_ERR_TRANSPORT;
-        if (job->ep->failed == COLL_OK) {
-            coll_ib_ep_fail(job->ep, ibv_wc_status_str(wc->status)); /* finishes the job */
-            return;
+    if (wc->status != IBV_WC_SUCCESS || copied != COLL_OK) {
+        job->status = wc->status != IBV_WC_SUCCESS ? COLL_ERR_TRANSPORT : copied;
+        if (job->ep->failed == COLL_OK) { /* the sender waits for a FIN that will not come */
+            coll_ib_ep_fail(job->ep, wc->status != IBV_WC_SUCCESS ? ibv_wc_status_str(wc->status)
+                                                                  : coll_last_error());
+            return; /* it finished the job */
         }
     }
     job_check(job);
