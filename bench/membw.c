@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * membw -- this machine's memory bandwidth, the ceiling of every intra-host collective:
- * read (sum of doubles), write (store a constant), copy (b = a) and add (c = a + b) over
- * arrays far larger than the caches, with 1..T threads each on its own arrays. Prints the
+ * read (sum of doubles), write (store a constant), copy (b = a) and add (c = a + b), and the
+ * last three again with non-temporal stores (write_nt, copy_nt, add_nt: whole lines to memory
+ * without reading them first, as libcoll's streamed copies do) over arrays far larger than the
+ * caches, with 1..T threads each on its own arrays. Prints the
  * median over repetitions of the aggregate bandwidth in GB/s (1e9 bytes), counting every
  * byte read and every byte written. bench/README.md derives the all-reduce bound from it.
  * Run: bench/membw [-t THREADS] [-m MIB_PER_ARRAY] [-r REPS]
@@ -10,13 +12,18 @@
 #include "bench_time.h"
 
 #include <pthread.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
-enum { MB_READ, MB_WRITE, MB_COPY, MB_ADD, MB_NKERNELS };
-static const char *const mb_names[MB_NKERNELS]   = {"read", "write", "copy", "add"};
-static const int         mb_streams[MB_NKERNELS] = {1, 1, 2, 3}; /* arrays touched per element */
+enum { MB_READ, MB_WRITE, MB_COPY, MB_ADD, MB_WRITE_NT, MB_COPY_NT, MB_ADD_NT, MB_NKERNELS };
+static const char *const mb_names[MB_NKERNELS] = {"read",     "write",   "copy",  "add",
+                                                  "write_nt", "copy_nt", "add_nt"};
+/* arrays touched per element */
+static const int mb_streams[MB_NKERNELS] = {1, 1, 2, 3, 1, 2, 3};
 
 typedef struct {
     double            *a, *b, *c;
@@ -52,10 +59,42 @@ static void mb_run_kernel(mb_thread_t *t)
     case MB_COPY:
         memcpy(b, a, t->n * sizeof(*a));
         break;
-    default:
+    case MB_ADD:
         for (size_t i = 0; i < t->n; i++)
             c[i] = a[i] + b[i];
         break;
+#if defined(__SSE2__)
+    /* arrays from malloc are 16-byte aligned; n is a multiple of 8 (whole MiB) */
+    case MB_WRITE_NT: {
+        __m128d one = _mm_set1_pd(1.0);
+        for (size_t i = 0; i < t->n; i += 2)
+            _mm_stream_pd(a + i, one);
+        _mm_sfence();
+        break;
+    }
+    case MB_COPY_NT:
+        for (size_t i = 0; i < t->n; i += 2)
+            _mm_stream_pd(b + i, _mm_load_pd(a + i));
+        _mm_sfence();
+        break;
+    default:
+        for (size_t i = 0; i < t->n; i += 2)
+            _mm_stream_pd(c + i, _mm_add_pd(_mm_load_pd(a + i), _mm_load_pd(b + i)));
+        _mm_sfence();
+        break;
+#else
+    default: /* no non-temporal stores here: the plain kernels again */
+        if (t->kernel == MB_WRITE_NT) {
+            for (size_t i = 0; i < t->n; i++)
+                a[i] = 1.0;
+        } else if (t->kernel == MB_COPY_NT) {
+            memcpy(b, a, t->n * sizeof(*a));
+        } else {
+            for (size_t i = 0; i < t->n; i++)
+                c[i] = a[i] + b[i];
+        }
+        break;
+#endif
     }
     t->sink += s;
 }
