@@ -18,11 +18,12 @@
  * to make current for them. Owned by the communicator's device state (src/cuda/). */
 typedef struct coll_devmem {
     void *stream;
-    int   device;
+    int   device; /* -1: host memory standing in for device memory (COLL_IB_GDR=host, tests) */
 } coll_devmem_t;
 
 /* Copy n bytes, either side device or host memory (cudaMemcpyDefault), on dm's stream with its
- * device current (restored after), and wait for it. COLL_ERR_CUDA with the last error set. */
+ * device current (restored after), and wait for it. COLL_ERR_CUDA with the last error set. With
+ * dm->device -1, memcpy. */
 coll_result_t coll_cuda_copy_sync(const coll_devmem_t *dm, void *dst, const void *src, size_t n);
 
 /* A dma-buf of the device memory around [addr, addr + len) (dm's device current meanwhile):

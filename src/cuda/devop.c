@@ -100,14 +100,6 @@ coll_result_t coll_devop_stage(coll_cuda_comm_t *cc, coll_devop_t *d)
 
 /* ---- GPUDirect RDMA: the transports move the device buffers ---- */
 
-static int gdr_peer_ok(void *arg, int peer)
-{
-    const coll_comm_t  *comm = arg;
-    const coll_tp_ep_t *ep   = peer >= 0 && peer < comm->nranks ? comm->eps[peer] : NULL;
-    return ep != NULL && ep->ops->ep_caps != NULL &&
-           (ep->ops->ep_caps((coll_tp_ep_t *)ep) & COLL_TP_CAP_CUDA_MEM) != 0;
-}
-
 /* A staged call that may skip staging instead: every buffer it touches here is device memory,
  * and its schedule (built, gate closed) only sends, receives and copies, every message over an
  * endpoint that moves device memory (the ib transport with GPUDirect RDMA). Each rank decides
@@ -119,7 +111,8 @@ static void devop_gdr(coll_comm_t *comm, coll_cuda_comm_t *cc, coll_devop_t *d)
         cc->exec == NULL || d->req0 == NULL || d->req0->entry == NULL) {
         return;
     }
-    if (!coll_sched_device_fits(&d->req0->entry->sched, gdr_peer_ok, comm, why, sizeof(why))) {
+    if (!coll_sched_device_fits(&d->req0->entry->sched, coll_engine_peer_moves_device, comm, why,
+                                sizeof(why))) {
         coll_debug(COLL, "rank %d: %s on device memory staged: %s", comm->rank,
                    coll_op_name(d->args.coll), why);
         return;

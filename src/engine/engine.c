@@ -288,6 +288,12 @@ static coll_result_t engine_start(coll_comm_t *comm, const coll_args_t *args, co
     req->t_start   = coll_time_s();
     COLL_CHECK_GOTO(coll_task_init(req), st, err);
     COLL_CHECK_GOTO(coll_win_start(req), st, err);
+    /* COLL_IB_GDR=host: host calls take the transports' device-memory path where they could if
+     * they were device memory (a devop may still point dev at its device later) */
+    if (!args->device && coll_param_enum(COLL_P_IB_GDR) == 3 &&
+        coll_sched_device_fits(&req->entry->sched, coll_engine_peer_moves_device, comm, NULL, 0)) {
+        req->dev = &coll_devmem_host;
+    }
     req->next = comm->active;
     if (comm->active != NULL) {
         comm->active->prev = req;

@@ -75,6 +75,12 @@ typedef struct coll_request {
     struct coll_request      *prev;
 } coll_task_t;
 
+/* Does the endpoint of peer move device memory (COLL_TP_CAP_CUDA_MEM in its ep_caps)? comm is
+ * a coll_comm_t; the shape of coll_sched_device_fits' peer_ok. */
+int coll_engine_peer_moves_device(void *comm, int peer);
+/* Host memory standing in for device memory (COLL_IB_GDR=host): a request's dev for tests. */
+extern const struct coll_devmem coll_devmem_host;
+
 /* Start an operation: picks the algorithm, builds (or reuses) the schedule, posts ready steps.
  * On success *req_p is running (maybe already finished). */
 coll_result_t coll_engine_start(coll_comm_t *comm, const coll_args_t *args, const void *sendbuf,

@@ -7,6 +7,7 @@
  */
 #include "engine.h"
 #include "cuda/cuda.h"
+#include "cuda/devmem.h"
 #include "error.h"
 #include "log.h"
 #include "util.h"
@@ -14,6 +15,17 @@
 
 #include <inttypes.h>
 #include <string.h>
+
+/* Host memory standing in for device memory (COLL_IB_GDR=host). */
+const coll_devmem_t coll_devmem_host = {.stream = NULL, .device = -1};
+
+int coll_engine_peer_moves_device(void *comm_, int peer)
+{
+    const coll_comm_t  *comm = comm_;
+    const coll_tp_ep_t *ep   = peer >= 0 && peer < comm->nranks ? comm->eps[peer] : NULL;
+    return ep != NULL && ep->ops->ep_caps != NULL &&
+           (ep->ops->ep_caps((coll_tp_ep_t *)ep) & COLL_TP_CAP_CUDA_MEM) != 0;
+}
 
 static void task_op_done(void *arg, coll_result_t status)
 {
@@ -85,7 +97,7 @@ static coll_result_t task_step_start(coll_task_t *req, uint32_t i)
     size_t              esz  = coll_dtype_size(s->dtype);
 
     req->started[i] = 1;
-    if ((req->args.device || req->dev != NULL) &&
+    if ((req->args.device || (req->dev != NULL && req->dev->device >= 0)) &&
         (st->kind == COLL_STEP_COPY || st->kind == COLL_STEP_REDUCE || st->kind == COLL_STEP_DIV)) {
         coll_result_t r = COLL_OK;
         if (st->kind == COLL_STEP_COPY && st->len > 0 && dst != src) {

@@ -13,7 +13,8 @@
 # Prints one line per run; exits 1 on a failure, 77 when the VM cannot be had here (qemu or
 # busybox missing, or the VM did not boot). RDMA_TESTS picks programs (NAME runs with every
 # COLL_IB_CM in RDMA_CMS, NAME@CM with that one; NAME+rndv sets COLL_IB_RNDV_MIN=1, so that
-# every message goes by rendezvous: test_failures+rndv kills ranks amid RDMA READs; ucx/NAME runs
+# every message goes by rendezvous: test_failures+rndv kills ranks amid RDMA READs; NAME+gdrhost
+# sets COLL_IB_GDR=host, host memory standing in for device memory; ucx/NAME runs
 # NAME over the ucx transport on UCX's rc_verbs, tcp carrying only its wireup and keepalive, where
 # libcoll has UCX); the emulated CPU makes the whole matrix take 15 to 40 minutes, as loaded as
 # the host is (README).
@@ -32,7 +33,7 @@ for p in qemu-system-x86_64 busybox cpio; do
 done
 cms=${RDMA_CMS:-"rdmacm bootstrap"}
 grep -q "define HAVE_RDMACM 1" "$top/config.h" || cms=$(echo "$cms" | sed 's/rdmacm//')
-names=${RDMA_TESTS:-"test_allreduce test_reduce_scatter test_allgather test_broadcast test_reduce test_alltoall test_p2p test_failures test_failures+rndv gid_error gdr_probe ucx/test_p2p ucx/test_alltoall ucx/test_broadcast ucx/test_allgather ucx/test_failures"}
+names=${RDMA_TESTS:-"test_allreduce test_reduce_scatter test_allgather test_broadcast test_reduce test_alltoall test_p2p test_failures test_failures+rndv test_p2p+gdrhost test_allgather+gdrhost test_broadcast+gdrhost test_alltoall+gdrhost gid_error gdr_probe ucx/test_p2p ucx/test_alltoall ucx/test_broadcast ucx/test_allgather ucx/test_failures"}
 tests=
 for t in $names; do
     case $t in
@@ -61,10 +62,11 @@ for t in $tests; do
         UCX_TLS=rc_verbs,tcp,self UCX_NET_DEVICES=rxe0:1,eth0 UCX_LOG_LEVEL=fatal \\
             COLL_TEST_TRANSPORTS=ucx COLL_DEBUG=none timeout 900 ./tests/mp/\${t#ucx/} > \$log 2>&1
     else
-        p=\${t%@*} rndv=64k
+        p=\${t%@*} rndv=64k gdr=auto
         case \$p in *+rndv) p=\${p%+rndv} rndv=1 ;; esac
-        COLL_IB_CM=\${t#*@} COLL_IB_RNDV_MIN=\$rndv COLL_TEST_TRANSPORTS=ib COLL_DEBUG=none \\
-            timeout 900 ./tests/mp/\$p > \$log 2>&1
+        case \$p in *+gdrhost) p=\${p%+gdrhost} gdr=host ;; esac
+        COLL_IB_CM=\${t#*@} COLL_IB_RNDV_MIN=\$rndv COLL_IB_GDR=\$gdr COLL_TEST_TRANSPORTS=ib \\
+            COLL_DEBUG=none timeout 900 ./tests/mp/\$p > \$log 2>&1
     fi
     rc=\$?
     over=ib
@@ -73,6 +75,7 @@ for t in $tests; do
     [ \$rc = 0 ] || { grep -E "^FAIL|assert" \$log | head -5; fail=1; }
 done
 grep -h "^PASS: kill" $work/test_failures@*.log 2>/dev/null | sed 's/^/check-rdma: /'
+grep -h "^PASS: COLL_IB_GDR=host" $work/gdr_probe.log 2>/dev/null | sed 's/^/check-rdma: /'
 exit \$fail
 EOS
 start=$(date +%s)

@@ -134,6 +134,7 @@ static void ib_finalize(coll_tp_ctx_t *ctx)
             coll_ib_ep_destroy(ctx->eps[r]);
         }
     }
+    coll_ib_gdr_fini(ctx);
     coll_ib_rndv_fini(ctx);
     while (ctx->sfree != NULL) {
         coll_ib_sreq_t *s = ctx->sfree;

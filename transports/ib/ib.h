@@ -216,7 +216,7 @@ struct coll_tp_ctx {
     int           gdr_dmabuf; /* through dma-bufs (else, or when a dma-buf fails, nvidia_peermem) */
     int           gdr_peermem; /* nvidia_peermem is loaded */
     coll_result_t gdr_last;    /* the last registration's failure */
-    uint64_t      gdr_regs, gdr_failures;
+    uint64_t      gdr_regs, gdr_failures, gdr_copies;
 };
 
 extern const coll_transport_ops_t coll_tp_ib_ops;
@@ -270,6 +270,7 @@ void coll_ib_rndv_ep_fail(coll_ib_ep_t *ep, coll_result_t st, int gone);
  * memory (NULL, warned once, when it cannot: the message is then copied; when no registration
  * ever worked, ctx->gdr is cleared and later calls are staged). */
 void coll_ib_gdr_init(struct coll_tp_ctx *ctx);
+void coll_ib_gdr_fini(struct coll_tp_ctx *ctx); /* logs what it did */
 struct coll_devmem;
 struct ibv_mr *coll_ib_gdr_reg(struct coll_tp_ctx *ctx, const struct coll_devmem *dm, void *addr,
                                size_t len, int access);

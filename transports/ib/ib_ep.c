@@ -208,6 +208,7 @@ static void push(coll_ib_ep_t *ep)
                                .total = s->kind == COLL_IB_SREQ_DATA ? len : s->total,
                                .off   = s->off};
         if (s->kind == COLL_IB_SREQ_DATA && s->op->dev != NULL && n > 0) {
+            ctx->gdr_copies += s->off == 0;
             if (coll_cuda_copy_sync(s->op->dev, buf + sizeof(h), (const char *)s->op->buf + s->off,
                                     n) != COLL_OK) {
                 coll_ib_ep_fail(ep, coll_last_error()); /* a local failure, but the stream's

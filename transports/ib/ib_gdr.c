@@ -17,6 +17,7 @@
 #include "ib.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -72,6 +73,13 @@ void coll_ib_gdr_init(struct coll_tp_ctx *ctx)
     ctx->gdr_dmabuf = 0;
     if (mode == 1) {
         why = "COLL_IB_GDR=0";
+    } else if (mode == 3) { /* host memory standing in, for tests: nothing to probe */
+        ctx->gdr = 1;
+        coll_info(IB,
+                  "rank %d: GPUDirect RDMA on %s: host memory standing in for device memory "
+                  "(COLL_IB_GDR=host)",
+                  ctx->rank, ctx->devname);
+        return;
     } else if (!GDR_BUILT) {
         why = "libcoll was built without CUDA";
     } else if (ctx->rndv_min == 0 || ctx->rd == NULL) {
@@ -141,12 +149,18 @@ struct ibv_mr *coll_ib_gdr_reg(struct coll_tp_ctx *ctx, const coll_devmem_t *dm,
                                size_t len, int access)
 {
     struct ibv_mr *mr = NULL;
-    if (ctx->gdr_dmabuf) {
+    if (dm->device < 0) { /* host memory standing in (COLL_IB_GDR=host) */
+        if ((mr = ibv_reg_mr(ctx->pd, addr, len, access)) == NULL) {
+            ctx->gdr_last = COLL_ERR_TRANSPORT;
+            coll_set_last_error(COLL_ERR_TRANSPORT, "ibv_reg_mr of %zu bytes: %s", len,
+                                strerror(errno));
+        }
+    } else if (ctx->gdr_dmabuf) {
         mr = gdr_reg_dmabuf(ctx, dm, addr, len, access);
     }
     /* nvidia_peermem pins device pointers through plain ibv_reg_mr: without dma-bufs, or where
      * the driver or this allocation exports none */
-    if (mr == NULL && ctx->gdr_peermem) {
+    if (mr == NULL && dm->device >= 0 && ctx->gdr_peermem) {
         if ((mr = ibv_reg_mr(ctx->pd, addr, len, access)) == NULL) {
             ctx->gdr_last = COLL_ERR_TRANSPORT;
             coll_set_last_error(COLL_ERR_TRANSPORT, "ibv_reg_mr of %zu device bytes: %s", len,
@@ -173,4 +187,14 @@ struct ibv_mr *coll_ib_gdr_reg(struct coll_tp_ctx *ctx, const coll_devmem_t *dm,
                   ctx->rank, addr, ctx->devname, coll_last_error());
     }
     return NULL;
+}
+
+void coll_ib_gdr_fini(struct coll_tp_ctx *ctx)
+{
+    if (ctx->gdr_regs + ctx->gdr_failures + ctx->gdr_copies > 0) {
+        coll_info(IB,
+                  "rank %d: GPUDirect RDMA: %" PRIu64 " registrations of device memory, %" PRIu64
+                  " failed; %" PRIu64 " sends copied out of it",
+                  ctx->rank, ctx->gdr_regs, ctx->gdr_failures, ctx->gdr_copies);
+    }
 }
