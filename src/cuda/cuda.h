@@ -18,6 +18,9 @@
  * *device_p gets its device ordinal when it is. */
 int coll_cuda_ptr_device(const void *p, int *device_p);
 
+/* Is p managed (unified) memory? 0 without CUDA or a driver. */
+int coll_cuda_ptr_managed(const void *p);
+
 /* Does the calling thread have a current CUDA context? Then 1, and *busid_p gets its device's
  * PCI address as COLL_TOPO_BUSID packs it. 0 without CUDA, a driver or a context; never loads
  * the driver or creates a context. */

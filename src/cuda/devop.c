@@ -111,6 +111,13 @@ static void devop_gdr(coll_comm_t *comm, coll_cuda_comm_t *cc, coll_devop_t *d)
         cc->exec == NULL || d->req0 == NULL || d->req0->entry == NULL) {
         return;
     }
+    /* host memory standing in (tests) is for host calls; managed memory does not register; a
+     * device that neither orders GPUDirect writes nor flushes them cannot be trusted with them */
+    if (coll_param_enum(COLL_P_IB_GDR) == 3 ||
+        (d->send_bytes > 0 && coll_cuda_ptr_managed(d->usend)) ||
+        (d->recv_bytes > 0 && coll_cuda_ptr_managed(d->urecv)) || cc->gdr_unsafe) {
+        return;
+    }
     if (!coll_sched_device_fits(&d->req0->entry->sched, coll_engine_peer_moves_device, comm, why,
                                 sizeof(why))) {
         coll_debug(COLL, "rank %d: %s on device memory staged: %s", comm->rank,

@@ -52,7 +52,8 @@ typedef struct coll_cuda_comm {
     coll_devop_t   *head, *tail;
     cudaStream_t    copy;   /* non-blocking: never waits for the legacy default stream */
     coll_devmem_t   devmem; /* {copy, device}: transports' copies of GPUDirect RDMA calls */
-    int gdr_flush; /* the device does not order GPUDirect RDMA writes: flush after receiving */
+    int gdr_flush;  /* the device does not order GPUDirect RDMA writes: flush after receiving */
+    int gdr_unsafe; /* it neither orders nor flushes them: no GPUDirect RDMA calls */
     /* the caller's streams wait on this word (mapped pinned memory) */
     volatile uint32_t *flag;
     CUdeviceptr        flag_dev;

@@ -89,6 +89,16 @@ int coll_cuda_ptr_device(const void *p, int *device_p)
     return 1;
 }
 
+int coll_cuda_ptr_managed(const void *p)
+{
+    const coll_cu_driver_t *d       = coll_cu_driver();
+    unsigned                managed = 0;
+    return p != NULL && d->loaded &&
+           d->pointer_get_attribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, (CUdeviceptr)p) ==
+               CUDA_SUCCESS &&
+           managed != 0;
+}
+
 const char *coll_cuda_unavailable(void)
 {
     const coll_cu_driver_t *d = coll_cu_driver();
@@ -127,8 +137,13 @@ int coll_cuda_current_busid(uint64_t *busid_p)
 /* Make dm's device current; the previous one in *old_p (-1: none to restore). */
 static void devmem_enter(const coll_devmem_t *dm, int *old_p)
 {
-    *old_p = -1;
-    if (cudaGetDevice(old_p) != cudaSuccess) {
+    const coll_cu_driver_t *d   = coll_cu_driver();
+    CUcontext               ctx = NULL;
+    *old_p                      = -1;
+    /* a thread without a context (cudaGetDevice would say 0) has nothing to restore: setting
+     * device 0 back would make it a context there */
+    if (d->ctx_get_current != NULL && d->ctx_get_current(&ctx) == CUDA_SUCCESS && ctx != NULL &&
+        cudaGetDevice(old_p) != cudaSuccess) {
         cudaGetLastError();
         *old_p = -1;
     }
@@ -183,9 +198,9 @@ static coll_result_t dmabuf_get(const void *addr, size_t len, int *fd_p, uintptr
                                    d->loaded ? "no cuMemGetHandleForAddressRange" : d->why);
     }
     r = d->mem_get_address_range(&abase, &asize, (CUdeviceptr)(uintptr_t)addr);
-    if (r != CUDA_SUCCESS) {
-        return coll_set_last_error(COLL_ERR_CUDA, "%p is not in a device allocation (%d)", addr,
-                                   (int)r);
+    if (r != CUDA_SUCCESS) { /* this allocation's trouble (VMM, pool): others may export */
+        return coll_set_last_error(COLL_ERR_INVALID_ARG, "%p: no device allocation range (%d)",
+                                   addr, (int)r);
     }
     /* the pages around the range, within the allocation */
     uintptr_t lo  = (uintptr_t)addr & ~(page - 1);
@@ -203,8 +218,9 @@ static coll_result_t dmabuf_get(const void *addr, size_t len, int *fd_p, uintptr
         if (d->get_error_string == NULL || d->get_error_string(r, &what) != CUDA_SUCCESS) {
             what = "unknown error";
         }
-        return coll_set_last_error(r == CUDA_ERROR_NOT_SUPPORTED ? COLL_ERR_UNSUPPORTED
-                                                                 : COLL_ERR_CUDA,
+        return coll_set_last_error(r == CUDA_ERROR_NOT_SUPPORTED   ? COLL_ERR_UNSUPPORTED
+                                   : r == CUDA_ERROR_INVALID_VALUE ? COLL_ERR_INVALID_ARG
+                                                                   : COLL_ERR_CUDA,
                                    "cuMemGetHandleForAddressRange (dma-buf) of %zu bytes at "
                                    "%#lx: %s",
                                    (size_t)(hi - lo), (unsigned long)lo, what);

@@ -13,6 +13,12 @@ int coll_cuda_ptr_device(const void *p, int *device_p)
     return 0;
 }
 
+int coll_cuda_ptr_managed(const void *p)
+{
+    (void)p;
+    return 0;
+}
+
 int coll_cuda_current_busid(uint64_t *busid_p)
 {
     (void)busid_p;

@@ -364,6 +364,7 @@ coll_result_t coll_cuda_proxy_start(coll_cuda_comm_t *cc, coll_comm_t *comm)
     cc->flag       = host;
     cc->flag_dev   = (CUdeviceptr)dev;
     cc->use_memops = proxy_memops_work(cc);
+#if CUDART_VERSION >= 11030
     int order = 0, flush = 0;
     if (cudaDeviceGetAttribute(&order, cudaDevAttrGPUDirectRDMAWritesOrdering, cc->device) !=
             cudaSuccess ||
@@ -372,8 +373,13 @@ coll_result_t coll_cuda_proxy_start(coll_cuda_comm_t *cc, coll_comm_t *comm)
         cudaGetLastError();
         order = flush = 0;
     }
-    cc->gdr_flush = order < (int)cudaGPUDirectRDMAWritesOrderingOwner &&
-                    (flush & (int)cudaFlushGPUDirectRDMAWritesOptionHost) != 0;
+    int ordered    = order >= (int)cudaGPUDirectRDMAWritesOrderingOwner;
+    int flushes    = (flush & (int)cudaFlushGPUDirectRDMAWritesOptionHost) != 0;
+    cc->gdr_flush  = !ordered && flushes;
+    cc->gdr_unsafe = !ordered && !flushes;
+#else
+    cc->gdr_unsafe = 1; /* no way to ask the runtime whether GPUDirect writes are ordered */
+#endif
     /* the pinned staging and the device windows, now that none of our calls is in flight */
     cc->stage_cap = coll_param_size(COLL_P_CUDA_STAGING_SIZE);
     int node =

@@ -63,8 +63,13 @@ for t in $tests; do
             COLL_TEST_TRANSPORTS=ucx COLL_DEBUG=none timeout 900 ./tests/mp/\${t#ucx/} > \$log 2>&1
     else
         p=\${t%@*} rndv=64k gdr=auto
-        case \$p in *+rndv) p=\${p%+rndv} rndv=1 ;; esac
-        case \$p in *+gdrhost) p=\${p%+gdrhost} gdr=host ;; esac
+        while :; do
+            case \$p in
+            *+rndv) p=\${p%+rndv} rndv=1 ;;
+            *+gdrhost) p=\${p%+gdrhost} gdr=host ;;
+            *) break ;;
+            esac
+        done
         COLL_IB_CM=\${t#*@} COLL_IB_RNDV_MIN=\$rndv COLL_IB_GDR=\$gdr COLL_TEST_TRANSPORTS=ib \\
             COLL_DEBUG=none timeout 900 ./tests/mp/\$p > \$log 2>&1
     fi

@@ -217,6 +217,7 @@ struct coll_tp_ctx {
     int           gdr_peermem; /* nvidia_peermem is loaded */
     coll_result_t gdr_last;    /* the last registration's failure */
     uint64_t      gdr_regs, gdr_failures, gdr_copies;
+    uint64_t      gdr_hard_failures; /* failures not of one allocation (INVALID_ARG) */
 };
 
 extern const coll_transport_ops_t coll_tp_ib_ops;

@@ -66,7 +66,7 @@ static int gdr_dmabuf_import(struct coll_tp_ctx *ctx)
 
 void coll_ib_gdr_init(struct coll_tp_ctx *ctx)
 {
-    int         mode = coll_param_enum(COLL_P_IB_GDR); /* auto 0 1 */
+    int         mode = coll_param_enum(COLL_P_IB_GDR); /* auto 0 1 host */
     const char *why  = NULL;
 
     ctx->gdr        = 0;
@@ -157,6 +157,9 @@ struct ibv_mr *coll_ib_gdr_reg(struct coll_tp_ctx *ctx, const coll_devmem_t *dm,
         }
     } else if (ctx->gdr_dmabuf) {
         mr = gdr_reg_dmabuf(ctx, dm, addr, len, access);
+        if (mr == NULL && ctx->gdr_last == COLL_ERR_UNSUPPORTED && ctx->gdr_peermem) {
+            ctx->gdr_dmabuf = 0; /* the GPU driver exports none: nvidia_peermem from now on */
+        }
     }
     /* nvidia_peermem pins device pointers through plain ibv_reg_mr: without dma-bufs, or where
      * the driver or this allocation exports none */
@@ -172,14 +175,21 @@ struct ibv_mr *coll_ib_gdr_reg(struct coll_tp_ctx *ctx, const coll_devmem_t *dm,
         return mr;
     }
     ctx->gdr_failures++;
-    if (ctx->gdr_regs == 0 && ctx->gdr_last != COLL_ERR_INVALID_ARG) {
-        /* never worked, and not for this allocation's sake: the driver or the device does not
-         * take part. Later calls stage (each rank decides for itself; the wire is the same). */
-        __atomic_store_n(&ctx->gdr, 0, __ATOMIC_RELAXED); /* ep_caps reads it in callers */
-        coll_warn(IB,
-                  "rank %d: device memory cannot be registered on %s (%s): GPUDirect RDMA off "
-                  "for this communicator, device buffers are staged through host memory",
-                  ctx->rank, ctx->devname, coll_last_error());
+    if (ctx->gdr_last != COLL_ERR_INVALID_ARG) {
+        ctx->gdr_hard_failures++;
+    }
+    /* Never worked, and not for one allocation's sake (the GPU driver exports nothing, or three
+     * registrations failed): the driver or the device does not take part. Later calls stage
+     * (each rank decides for itself; the wire is the same); those already under way copy. */
+    if (dm->device >= 0 && ctx->gdr_regs == 0 &&
+        ((ctx->gdr_last == COLL_ERR_UNSUPPORTED && !ctx->gdr_peermem) ||
+         ctx->gdr_hard_failures >= 3)) {
+        if (__atomic_exchange_n(&ctx->gdr, 0, __ATOMIC_RELAXED)) { /* ep_caps reads it */
+            coll_warn(IB,
+                      "rank %d: device memory cannot be registered on %s (%s): GPUDirect RDMA "
+                      "off for this communicator, later calls on device memory are staged",
+                      ctx->rank, ctx->devname, coll_last_error());
+        }
     } else if (ctx->gdr_failures == 1) {
         coll_warn(IB,
                   "rank %d: device memory at %p cannot be registered on %s (%s); such messages "
