@@ -13,6 +13,10 @@
 
 #include "coll.h"
 
+/* The values of COLL_IB_GDR (coll_param_enum): GPUDirect RDMA where possible, never, where
+ * possible with a warning where not, and host memory standing in for device memory (tests). */
+enum { COLL_GDR_AUTO = 0, COLL_GDR_OFF = 1, COLL_GDR_ON = 2, COLL_GDR_HOST = 3 };
+
 /* Device memory a transport moves: where its copies go (a stream that never waits for the
  * legacy default stream: the callers' streams may be waiting for this very call) and the device
  * to make current for them. Owned by the communicator's device state (src/cuda/). */

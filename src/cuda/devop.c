@@ -101,9 +101,10 @@ coll_result_t coll_devop_stage(coll_cuda_comm_t *cc, coll_devop_t *d)
 /* ---- GPUDirect RDMA: the transports move the device buffers ---- */
 
 /* A staged call that may skip staging instead: every buffer it touches here is device memory,
- * and its schedule (built, gate closed) only sends, receives and copies, every message over an
- * endpoint that moves device memory (the ib transport with GPUDirect RDMA). Each rank decides
- * for itself: the wire protocol is the same either way. */
+ * and its schedule (built, gate closed) never reduces on receipt and uses no host scratch or
+ * window, every message over an endpoint that moves device memory (the ib transport with
+ * GPUDirect RDMA; coll_sched_device_fits). Each rank decides for itself: the wire protocol is
+ * the same either way. */
 static void devop_gdr(coll_comm_t *comm, coll_cuda_comm_t *cc, coll_devop_t *d)
 {
     char why[160];
@@ -113,7 +114,7 @@ static void devop_gdr(coll_comm_t *comm, coll_cuda_comm_t *cc, coll_devop_t *d)
     }
     /* host memory standing in (tests) is for host calls; managed memory does not register; a
      * device that neither orders GPUDirect writes nor flushes them cannot be trusted with them */
-    if (coll_param_enum(COLL_P_IB_GDR) == 3 ||
+    if (coll_param_enum(COLL_P_IB_GDR) == COLL_GDR_HOST ||
         (d->send_bytes > 0 && coll_cuda_ptr_managed(d->usend)) ||
         (d->recv_bytes > 0 && coll_cuda_ptr_managed(d->urecv)) || cc->gdr_unsafe) {
         return;

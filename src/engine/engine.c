@@ -7,6 +7,7 @@
 #include "engine.h"
 #include "diag.h"
 #include "cuda/cuda.h"
+#include "cuda/devmem.h"
 #include "error.h"
 #include "log.h"
 #include "param.h"
@@ -290,7 +291,7 @@ static coll_result_t engine_start(coll_comm_t *comm, const coll_args_t *args, co
     COLL_CHECK_GOTO(coll_win_start(req), st, err);
     /* COLL_IB_GDR=host: host calls take the transports' device-memory path where they could if
      * they were device memory (a devop may still point dev at its device later) */
-    if (!args->device && coll_param_enum(COLL_P_IB_GDR) == 3 &&
+    if (!args->device && coll_param_enum(COLL_P_IB_GDR) == COLL_GDR_HOST &&
         coll_sched_device_fits(&req->entry->sched, coll_engine_peer_moves_device, comm, NULL, 0)) {
         req->dev = &coll_devmem_host;
     }

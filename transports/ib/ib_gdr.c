@@ -66,14 +66,14 @@ static int gdr_dmabuf_import(struct coll_tp_ctx *ctx)
 
 void coll_ib_gdr_init(struct coll_tp_ctx *ctx)
 {
-    int         mode = coll_param_enum(COLL_P_IB_GDR); /* auto 0 1 host */
+    int         mode = coll_param_enum(COLL_P_IB_GDR);
     const char *why  = NULL;
 
     ctx->gdr        = 0;
     ctx->gdr_dmabuf = 0;
-    if (mode == 1) {
+    if (mode == COLL_GDR_OFF) {
         why = "COLL_IB_GDR=0";
-    } else if (mode == 3) { /* host memory standing in, for tests: nothing to probe */
+    } else if (mode == COLL_GDR_HOST) { /* host memory standing in, for tests: nothing to probe */
         ctx->gdr = 1;
         coll_info(IB,
                   "rank %d: GPUDirect RDMA on %s: host memory standing in for device memory "
@@ -98,7 +98,7 @@ void coll_ib_gdr_init(struct coll_tp_ctx *ctx)
                   ctx->gdr_dmabuf && ctx->gdr_peermem ? "through dma-bufs, else nvidia_peermem"
                   : ctx->gdr_dmabuf                   ? "through dma-bufs"
                                                       : "by nvidia_peermem");
-    } else if (mode == 2) {
+    } else if (mode == COLL_GDR_ON) {
         coll_warn(IB,
                   "rank %d: COLL_IB_GDR=1 but no GPUDirect RDMA on %s: %s; device buffers "
                   "are staged through host memory",
@@ -149,25 +149,19 @@ struct ibv_mr *coll_ib_gdr_reg(struct coll_tp_ctx *ctx, const coll_devmem_t *dm,
                                size_t len, int access)
 {
     struct ibv_mr *mr = NULL;
-    if (dm->device < 0) { /* host memory standing in (COLL_IB_GDR=host) */
-        if ((mr = ibv_reg_mr(ctx->pd, addr, len, access)) == NULL) {
-            ctx->gdr_last = COLL_ERR_TRANSPORT;
-            coll_set_last_error(COLL_ERR_TRANSPORT, "ibv_reg_mr of %zu bytes: %s", len,
-                                strerror(errno));
-        }
-    } else if (ctx->gdr_dmabuf) {
+    if (dm->device >= 0 && ctx->gdr_dmabuf) {
         mr = gdr_reg_dmabuf(ctx, dm, addr, len, access);
         if (mr == NULL && ctx->gdr_last == COLL_ERR_UNSUPPORTED && ctx->gdr_peermem) {
             ctx->gdr_dmabuf = 0; /* the GPU driver exports none: nvidia_peermem from now on */
         }
     }
-    /* nvidia_peermem pins device pointers through plain ibv_reg_mr: without dma-bufs, or where
-     * the driver or this allocation exports none */
-    if (mr == NULL && dm->device >= 0 && ctx->gdr_peermem) {
+    /* plain ibv_reg_mr: host memory standing in (COLL_IB_GDR=host), or device pointers pinned
+     * by nvidia_peermem (without dma-bufs, or where this allocation exports none) */
+    if (mr == NULL && (dm->device < 0 || ctx->gdr_peermem)) {
         if ((mr = ibv_reg_mr(ctx->pd, addr, len, access)) == NULL) {
             ctx->gdr_last = COLL_ERR_TRANSPORT;
-            coll_set_last_error(COLL_ERR_TRANSPORT, "ibv_reg_mr of %zu device bytes: %s", len,
-                                strerror(errno));
+            coll_set_last_error(COLL_ERR_TRANSPORT, "ibv_reg_mr of %zu %s bytes: %s", len,
+                                dm->device < 0 ? "host" : "device", strerror(errno));
         }
     }
     if (mr != NULL) {
