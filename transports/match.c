@@ -148,11 +148,7 @@ static coll_result_t match_put(coll_tp_op_t *op, size_t off, const void *data, s
         return COLL_OK;
     }
     char *dst = (char *)op->buf + off;
-    if (op->dev != NULL) {
-        if (op->operand != NULL) {
-            return coll_set_last_error(COLL_ERR_INTERNAL,
-                                       "a receive that reduces into device memory");
-        }
+    if (op->dev != NULL) { /* never with an operand: the engine posts no such receive */
         return coll_cuda_copy_sync(op->dev, dst, data, n);
     }
     if (op->operand == NULL) {

@@ -207,16 +207,16 @@ static void push(coll_ib_ep_t *ep)
                                .tag   = s->kind == COLL_IB_SREQ_DATA ? s->op->tag : s->tag,
                                .total = s->kind == COLL_IB_SREQ_DATA ? len : s->total,
                                .off   = s->off};
-        if (s->kind == COLL_IB_SREQ_DATA && s->op->dev != NULL && n > 0) {
-            ctx->gdr_copies += s->off == 0;
-            if (coll_cuda_copy_sync(s->op->dev, buf + sizeof(h), (const char *)s->op->buf + s->off,
-                                    n) != COLL_OK) {
+        if (s->kind == COLL_IB_SREQ_DATA && s->op->dev == NULL) {
+            memcpy(buf + sizeof(h), (const char *)s->op->buf + s->off, n);
+        } else if (s->kind == COLL_IB_SREQ_DATA) { /* out of device memory, by the copy engine */
+            ctx->gdr_copies += s->off == 0 && n > 0;
+            if (n > 0 && coll_cuda_copy_sync(s->op->dev, buf + sizeof(h),
+                                             (const char *)s->op->buf + s->off, n) != COLL_OK) {
                 coll_ib_ep_fail(ep, coll_last_error()); /* a local failure, but the stream's
                                                           order on this endpoint is lost */
                 return;
             }
-        } else if (s->kind == COLL_IB_SREQ_DATA) {
-            memcpy(buf + sizeof(h), (const char *)s->op->buf + s->off, n);
         } else if (s->kind == COLL_IB_SREQ_RTS) { /* one fragment: the buffer's address */
             h.magic = COLL_IB_RTS_MAGIC;
             h.len   = (uint32_t)(n = sizeof(s->rts));
