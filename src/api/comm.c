@@ -322,6 +322,7 @@ static void comm_free(coll_comm_t *comm)
     coll_free(comm->send_seq);
     coll_free(comm->recv_seq);
     coll_free(comm->algo_override);
+    free(comm->cma_tmp); /* posix_memalign's */
     coll_layout_fini(&comm->layout);
     coll_free(comm);
 }

@@ -90,6 +90,8 @@ struct coll_comm {
     int               regs_live;     /* not deregistered */
     uint64_t          regs_hash;     /* of the live numbers: equal on ranks holding the same */
     uint32_t          direct_logged; /* bit by collective: the direct path was logged */
+    int   cma_state; /* direct path by cross-memory attach: 0 untried, 1 works, -1 refused */
+    void *cma_tmp;   /* its cache-resident blocks (src/engine/direct_cma.c), made at first use */
 
     /* errors: first failure wins and is sticky */
     atomic_int    aborted;

@@ -24,7 +24,7 @@
  * works as each slice (block) is read and written by its owner alone: a pushed all-reduce block
  * is read from every input before it is written into every output.
  */
-#include "engine.h"
+#include "direct.h"
 #include "api/register.h"
 #include "compiler.h"
 #include "error.h"
@@ -34,6 +34,7 @@
 #include "util.h"
 
 #include <string.h>
+#include <unistd.h>
 
 #define DIRECT_BLOCK          32768 /* bytes reduced from every input while they stay in the cache */
 #define COLL_MAX_LOCAL_DIRECT 256   /* ranks; more take the engine */
@@ -48,7 +49,13 @@ typedef struct direct_desc {
     uint64_t out_off;
     uint64_t live; /* the registrations this rank holds (a hash of their numbers) */
     int32_t  push; /* COLL_DIRECT_PUSH here */
+    int32_t  cma;  /* cross-memory attach: -1 not wanted, 0 untried, 1 works (direct_cma.c) */
+    int32_t  pid;
     int32_t  pad2;
+    uint64_t in_addr; /* the buffers' own addresses, for cross-memory attach */
+    uint64_t out_addr;
+    uint64_t probe_addr;
+    uint64_t probe_val;
 } direct_desc_t;
 
 int coll_direct_eligible(coll_comm_t *comm, coll_args_t *a)
@@ -57,9 +64,11 @@ int coll_direct_eligible(coll_comm_t *comm, coll_args_t *a)
 
     return (a->coll == COLL_OP_ALLREDUCE || a->coll == COLL_OP_REDUCE_SCATTER ||
             a->coll == COLL_OP_ALLGATHER) &&
-           !a->device && comm->regs_live != 0 && bytes != 0 &&
-           bytes >= coll_param_size(COLL_P_DIRECT_MIN) && coll_param_bool(COLL_P_DIRECT) &&
-           coll_small_slots(comm) && coll_small_call_free(comm, a);
+           !a->device && bytes != 0 && coll_small_slots(comm) &&
+           ((comm->regs_live != 0 && bytes >= coll_param_size(COLL_P_DIRECT_MIN) &&
+             coll_param_bool(COLL_P_DIRECT)) ||
+            coll_direct_cma_wanted(comm, a)) &&
+           coll_small_call_free(comm, a);
 }
 
 /* Where rank q's registered bytes [off, off + len) of registration num are mapped here. */
@@ -101,8 +110,7 @@ static void direct_reduce(const coll_args_t *a, int n, int me, char *dst, const 
     }
 }
 
-/* The all-reduce's slice of rank r: [*lo, *hi) elements, 64-byte aligned boundaries. */
-static void direct_slice(const coll_args_t *a, int n, int r, size_t *lo, size_t *hi)
+void coll_direct_slice(const coll_args_t *a, int n, int r, size_t *lo, size_t *hi)
 {
     size_t unit  = 64 / coll_dtype_size(a->dtype);
     size_t chunk = (a->count + (size_t)n - 1) / (size_t)n;
@@ -123,13 +131,15 @@ static void direct_copy(char *dst, const char *src, size_t n, size_t total)
     }
 }
 
-static void direct_log(coll_comm_t *comm, const coll_args_t *a)
+static void direct_log(coll_comm_t *comm, const coll_args_t *a, int cma)
 {
-    if ((comm->direct_logged & (1u << a->coll)) == 0) {
-        comm->direct_logged |= 1u << a->coll;
-        coll_info(ALGO, "rank %d: %s of %zu bytes (%s): direct, registered buffers", comm->rank,
+    uint32_t bit = 1u << (a->coll + (cma ? COLL_OP_COUNT : 0));
+    if ((comm->direct_logged & bit) == 0) {
+        comm->direct_logged |= bit;
+        coll_info(ALGO, "rank %d: %s of %zu bytes (%s): direct, %s", comm->rank,
                   coll_op_name(a->coll), a->count * coll_dtype_size(a->dtype),
-                  coll_dtype_name(a->dtype));
+                  coll_dtype_name(a->dtype),
+                  cma ? "cross-memory attach (buffers not registered)" : "registered buffers");
     }
 }
 
@@ -140,7 +150,7 @@ static void direct_allreduce_push(const coll_args_t *a, int n, int me, char *con
                                   const char *const *xin, size_t out)
 {
     size_t es = coll_dtype_size(a->dtype), lo, hi, block = DIRECT_PUSH_BLOCK / es;
-    direct_slice(a, n, me, &lo, &hi);
+    coll_direct_slice(a, n, me, &lo, &hi);
     for (size_t i = lo; i < hi; i += block) {
         size_t m = hi - i < block ? hi - i : block;
         direct_reduce(a, n, me, xout[me] + i * es, xin, i, m);
@@ -164,26 +174,118 @@ static void direct_allgather_push(const coll_args_t *a, int n, int me, char *con
     }
 }
 
-coll_result_t coll_direct_run(coll_comm_t *comm, const coll_args_t *a, const void *sendbuf,
-                              void *recvbuf)
+/* The registered path's moves, once every rank's buffers are mapped (xin, xout). */
+static coll_result_t direct_registered(coll_comm_t *comm, const coll_args_t *a, direct_desc_t *mine,
+                                       const char *const *xin, char *const *xout, int push,
+                                       const void *sendbuf, void *recvbuf, int *parity_p,
+                                       double *t0_p)
 {
-    int           n = comm->nranks, me = comm->rank, parity = 0;
+    int           n = comm->nranks, me = comm->rank;
     size_t        es  = coll_dtype_size(a->dtype);
     size_t        in  = a->count * es * (a->coll == COLL_OP_REDUCE_SCATTER ? (size_t)n : 1);
     size_t        out = a->count * es * (a->coll == COLL_OP_ALLGATHER ? (size_t)n : 1);
-    direct_desc_t mine, d;
-    const char   *xin[COLL_MAX_LOCAL_DIRECT];
-    char         *xout[COLL_MAX_LOCAL_DIRECT];
-    double        t0 = 0.0;
+    coll_result_t st  = COLL_OK;
+
+    switch (a->coll) {
+    case COLL_OP_ALLREDUCE:
+        if (push) {
+            direct_allreduce_push(a, n, me, xout, xin, out);
+        } else { /* pulled: the own slice, a round, the others' slices from their outputs */
+            size_t lo, hi;
+            coll_direct_slice(a, n, me, &lo, &hi);
+            if (hi > lo) {
+                direct_reduce(a, n, me, (char *)recvbuf + lo * es, xin, lo, hi - lo);
+            }
+            st = coll_small_round(comm, a, mine, sizeof(*mine), parity_p, t0_p);
+            for (int k = 1; k < n && st == COLL_OK; k++) {
+                int q = (me + k) % n;
+                coll_direct_slice(a, n, q, &lo, &hi);
+                if (hi > lo) {
+                    direct_copy((char *)recvbuf + lo * es, xout[q] + lo * es, (hi - lo) * es, out);
+                }
+            }
+        }
+        break;
+    case COLL_OP_REDUCE_SCATTER:
+        direct_reduce(a, n, me, recvbuf, xin, (size_t)me * a->count, a->count);
+        break;
+    default:
+        if (push) {
+            direct_allgather_push(a, n, me, xout, sendbuf, in, out);
+        } else { /* pulled: the peers' inputs, starting past the own block */
+            for (int k = a->in_place ? 1 : 0; k < n; k++) {
+                int q = (me + k) % n;
+                direct_copy((char *)recvbuf + (size_t)q * in, xin[q], in, out);
+            }
+        }
+        break;
+    }
+    return st;
+}
+
+/* Cross-memory attach, where the buffers are not all registered: *yes_p 1 when every rank takes
+ * it for this call (the communicator's verdict is made, with one more round, at the first call
+ * that asks for it), 0 for the engine; an error from that round. */
+static coll_result_t direct_cma_agreed(coll_comm_t *comm, const coll_args_t *a, direct_desc_t *mine,
+                                       const coll_direct_peer_t *peers, int untried, int refused,
+                                       int *parity_p, double *t0_p, int *yes_p)
+{
     coll_result_t st;
-    int           ok = n <= COLL_MAX_LOCAL_DIRECT, ins = ok, outs = ok, push = 1;
+    direct_desc_t d;
+    int           yes = 1;
+
+    *yes_p = !refused && !untried;
+    if (refused || !untried) {
+        return COLL_OK;
+    }
+    mine->cma = coll_direct_cma_probe(comm, peers) ? 1 : -1;
+    st        = coll_small_round(comm, a, mine, sizeof(*mine), parity_p, t0_p);
+    if (st != COLL_OK) {
+        return st;
+    }
+    for (int q = 0; q < comm->nranks; q++) {
+        memcpy(&d, coll_small_payload(comm, q, *parity_p), sizeof(d));
+        yes &= d.cma == 1;
+    }
+    comm->cma_state = yes ? 1 : -1; /* the same on every rank, for the communicator's life */
+    if (!yes && comm->rank == 0) {
+        coll_info(ALGO, "cross-memory attach refused between some ranks: calls on unregistered "
+                        "buffers take the engine");
+    }
+    *yes_p = yes;
+    return COLL_OK;
+}
+
+coll_result_t coll_direct_run(coll_comm_t *comm, const coll_args_t *a, const void *sendbuf,
+                              void *recvbuf)
+{
+    int                n = comm->nranks, me = comm->rank, parity = 0;
+    size_t             es  = coll_dtype_size(a->dtype);
+    size_t             in  = a->count * es * (a->coll == COLL_OP_REDUCE_SCATTER ? (size_t)n : 1);
+    size_t             out = a->count * es * (a->coll == COLL_OP_ALLGATHER ? (size_t)n : 1);
+    direct_desc_t      mine, d;
+    const char        *xin[COLL_MAX_LOCAL_DIRECT];
+    char              *xout[COLL_MAX_LOCAL_DIRECT];
+    coll_direct_peer_t peers[COLL_MAX_LOCAL_DIRECT];
+    volatile uint64_t  probe = 0; /* read by the peers' cross-memory attach probe */
+    double             t0    = 0.0;
+    coll_result_t      st;
+    int                ok = n <= COLL_MAX_LOCAL_DIRECT, ins = ok, outs = ok, push = 1;
+    int                untried = 0, refused = !ok, cma = 0;
 
     memset(&mine, 0, sizeof(mine));
-    mine.coll    = (int32_t)a->coll;
-    mine.in_reg  = -1;
-    mine.out_reg = -1;
-    mine.live    = comm->regs_hash;
-    mine.push    = coll_param_bool(COLL_P_DIRECT_PUSH);
+    mine.coll     = (int32_t)a->coll;
+    mine.in_reg   = -1;
+    mine.out_reg  = -1;
+    mine.live     = comm->regs_hash;
+    mine.push     = coll_param_bool(COLL_P_DIRECT_PUSH);
+    mine.cma      = coll_direct_cma_wanted(comm, a) ? comm->cma_state : -1;
+    mine.pid      = (int32_t)getpid();
+    mine.in_addr  = (uint64_t)(uintptr_t)sendbuf;
+    mine.out_addr = (uint64_t)(uintptr_t)recvbuf;
+    probe         = ((uint64_t)(uint32_t)mine.pid << 32 | (uint32_t)me) ^ (comm->small_calls << 40);
+    mine.probe_addr = (uint64_t)(uintptr_t)&probe;
+    mine.probe_val  = probe;
     if (ok) {
         coll_reg_find(comm, sendbuf, in, &mine.in_reg, &mine.in_off);
         coll_reg_find(comm, recvbuf, out, &mine.out_reg, &mine.out_off);
@@ -197,13 +299,21 @@ coll_result_t coll_direct_run(coll_comm_t *comm, const coll_args_t *a, const voi
     for (int q = 0; q < n && st == COLL_OK; q++) { /* every descriptor read before the next round */
         memcpy(&d, coll_small_payload(comm, q, parity), sizeof(d));
         if (d.coll != mine.coll) {
-            st = coll_comm_fail(comm, COLL_ERR_MISMATCH,
-                                "rank %d: %s op #%u on registered buffers: rank %d called %s", me,
-                                coll_op_name(a->coll), comm->small_seq, q,
-                                d.coll >= 0 && d.coll < COLL_OP_COUNT ? coll_op_name(d.coll)
-                                                                      : "something else");
+            st = coll_comm_fail(
+                comm, COLL_ERR_MISMATCH, "rank %d: %s op #%u on the direct path: rank %d called %s",
+                me, coll_op_name(a->coll), comm->small_seq, q,
+                d.coll >= 0 && d.coll < COLL_OP_COUNT ? coll_op_name(d.coll) : "something else");
             break;
         }
+        if (ok) {
+            peers[q] = (coll_direct_peer_t){.pid        = d.pid,
+                                            .in         = d.in_addr,
+                                            .out        = d.out_addr,
+                                            .probe_addr = d.probe_addr,
+                                            .probe_val  = d.probe_val};
+        }
+        untried |= d.cma == 0;
+        refused |= d.cma < 0;
         if (!ok || d.live != mine.live) {
             ok = ins = outs = 0;
             continue;
@@ -228,45 +338,24 @@ coll_result_t coll_direct_run(coll_comm_t *comm, const coll_args_t *a, const voi
         ok = push || ins;
         break;
     }
-    if (st != COLL_OK || !ok) { /* not every rank's buffers: the engine, on every rank */
+    ok &= coll_param_bool(COLL_P_DIRECT) && a->count * es >= coll_param_size(COLL_P_DIRECT_MIN);
+    if (st == COLL_OK && !ok) { /* else cross-memory attach, if every rank can */
+        st = direct_cma_agreed(comm, a, &mine, peers, untried, refused, &parity, &t0, &cma);
+    }
+    if (st != COLL_OK || (!ok && !cma)) { /* the engine, on every rank */
         coll_small_end(comm, a, t0, st != COLL_OK ? st : COLL_INPROGRESS);
         return st != COLL_OK ? st : COLL_INPROGRESS;
     }
-    direct_log(comm, a);
+    direct_log(comm, a, cma);
 
-    switch (a->coll) {
-    case COLL_OP_ALLREDUCE:
-        if (push) {
-            direct_allreduce_push(a, n, me, xout, xin, out);
-        } else { /* pulled: the own slice, a round, the others' slices from their outputs */
-            size_t lo, hi;
-            direct_slice(a, n, me, &lo, &hi);
-            if (hi > lo) {
-                direct_reduce(a, n, me, (char *)recvbuf + lo * es, xin, lo, hi - lo);
-            }
-            st = coll_small_round(comm, a, &mine, sizeof(mine), &parity, &t0);
-            for (int k = 1; k < n && st == COLL_OK; k++) {
-                int q = (me + k) % n;
-                direct_slice(a, n, q, &lo, &hi);
-                if (hi > lo) {
-                    direct_copy((char *)recvbuf + lo * es, xout[q] + lo * es, (hi - lo) * es, out);
-                }
-            }
-        }
-        break;
-    case COLL_OP_REDUCE_SCATTER:
-        direct_reduce(a, n, me, recvbuf, xin, (size_t)me * a->count, a->count);
-        break;
-    default:
-        if (push) {
-            direct_allgather_push(a, n, me, xout, sendbuf, in, out);
-        } else { /* pulled: the peers' inputs, starting past the own block */
-            for (int k = a->in_place ? 1 : 0; k < n; k++) {
-                int q = (me + k) % n;
-                direct_copy((char *)recvbuf + (size_t)q * in, xin[q], in, out);
-            }
-        }
-        break;
+    if (!cma) {
+        st = direct_registered(comm, a, &mine, xin, xout, push, sendbuf, recvbuf, &parity, &t0);
+    } else if (a->coll == COLL_OP_ALLREDUCE) {
+        st = coll_direct_cma_allreduce(comm, a, peers, sendbuf, recvbuf);
+    } else if (a->coll == COLL_OP_REDUCE_SCATTER) {
+        st = coll_direct_cma_reduce_scatter(comm, a, peers, sendbuf, recvbuf);
+    } else {
+        st = coll_direct_cma_allgather(comm, a, peers, sendbuf, recvbuf);
     }
     if (st == COLL_OK) { /* nobody's buffers change while another rank reads or writes them */
         st = coll_small_round(comm, a, &mine, sizeof(mine), &parity, &t0);

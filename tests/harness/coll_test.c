@@ -6,7 +6,9 @@
  */
 #include "coll_test.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -224,4 +226,58 @@ int coll_test_run_ranks(const coll_test_opts_t *opts_in, coll_test_rank_fn_t fn,
     free(pids);
     test_rmdir(dir);
     return failed;
+}
+
+/* Remove a run's log directory, first printing the warnings, errors and lines with mark of its
+ * logs when show is set. */
+static void test_logs_done(const char *dir, int show, const char *mark)
+{
+    char line[2048];
+    DIR *d = opendir(dir);
+    for (struct dirent *e; d != NULL && (e = readdir(d)) != NULL;) {
+        char path[PATH_MAX + 264];
+        if (e->d_name[0] == '.') {
+            continue;
+        }
+        snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+        FILE *f = show ? fopen(path, "r") : NULL;
+        while (f != NULL && fgets(line, sizeof(line), f) != NULL) {
+            if (strstr(line, " WARN ") != NULL || strstr(line, " ERROR ") != NULL ||
+                (mark != NULL && strstr(line, mark) != NULL)) {
+                fputs(line, stderr);
+            }
+        }
+        if (f != NULL) {
+            fclose(f);
+        }
+        unlink(path);
+    }
+    if (d != NULL) {
+        closedir(d);
+    }
+    rmdir(dir);
+}
+
+int coll_test_run_logged(const char *what, const coll_test_opts_t *opts, const char *mark,
+                         coll_test_rank_fn_t fn, void *arg)
+{
+    const char     *tmp = getenv("TMPDIR");
+    char            dir[PATH_MAX], file[PATH_MAX + 16];
+    struct timespec a, b;
+    snprintf(dir, sizeof(dir), "%s/colllog.XXXXXX", tmp != NULL ? tmp : "/tmp");
+    if (mkdtemp(dir) == NULL) {
+        perror("mkdtemp");
+        exit(COLL_TEST_HARD);
+    }
+    snprintf(file, sizeof(file), "%s/log.%%p", dir);
+    setenv("COLL_DEBUG_FILE", file, 1);
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    int rc = coll_test_run_ranks(opts, fn, arg);
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    printf("%s: %s, %d ranks (%.2f s)\n", rc ? "FAIL" : "PASS", what, opts->nranks,
+           (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) * 1e-9);
+    fflush(stdout);
+    test_logs_done(dir, rc != 0, mark);
+    unsetenv("COLL_DEBUG_FILE");
+    return rc != 0;
 }

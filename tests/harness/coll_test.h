@@ -73,6 +73,12 @@ coll_result_t coll_test_comm_create(const char *dir, int rank, int nranks, coll_
  * mark; 0 when no log file is set or it does not exist yet. */
 int coll_test_log_count(const char *mark);
 
+/* One run of coll_test_run_ranks with the library's log in a fresh directory (COLL_DEBUG_FILE,
+ * a file per process); prints "PASS|FAIL: what, N ranks (T s)", and on failure the logs' WARN and
+ * ERROR lines and those containing mark (NULL: none); removes the logs. 1 when it failed. */
+int coll_test_run_logged(const char *what, const coll_test_opts_t *opts, const char *mark,
+                         coll_test_rank_fn_t fn, void *arg);
+
 /* Transports to loop over: COLL_TEST_TRANSPORTS (default "shm,tcp"); returns count. */
 int coll_test_transports(const char *list[], int max);
 

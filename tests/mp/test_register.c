@@ -16,7 +16,6 @@
 #include "coll_test.h"
 #include "mp_data.h"
 
-#include <dirent.h>
 #include <limits.h>
 #include <sched.h>
 #include <signal.h>
@@ -860,57 +859,12 @@ static int reg_min_main(int rank, int n, coll_comm_t *comm, void *arg)
 
 /* ---- driver ---- */
 
-/* Remove a run's log directory, first printing the warnings, errors and direct-path lines of
- * its logs when show is set. */
-static void reg_logs_done(const char *dir, int show)
-{
-    char line[2048];
-    DIR *d = opendir(dir);
-    for (struct dirent *e; d != NULL && (e = readdir(d)) != NULL;) {
-        char path[PATH_MAX + 264];
-        if (e->d_name[0] == '.') {
-            continue;
-        }
-        snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-        FILE *f = show ? fopen(path, "r") : NULL;
-        while (f != NULL && fgets(line, sizeof(line), f) != NULL) {
-            if (strstr(line, " WARN ") != NULL || strstr(line, " ERROR ") != NULL ||
-                strstr(line, DIRECT_MARK) != NULL) {
-                fputs(line, stderr);
-            }
-        }
-        if (f != NULL) {
-            fclose(f);
-        }
-        unlink(path);
-    }
-    if (d != NULL) {
-        closedir(d);
-    }
-    rmdir(dir);
-}
-
 /* One run with its own log directory; prints the log's warnings and errors when it fails. */
 static int reg_run_ranks(const char *what, int n, int victim, coll_test_rank_fn_t fn, void *arg)
 {
-    const char *tmp = getenv("TMPDIR");
-    char        dir[PATH_MAX], file[PATH_MAX + 16];
-    snprintf(dir, sizeof(dir), "%s/collreg.XXXXXX", tmp != NULL ? tmp : "/tmp");
-    if (mkdtemp(dir) == NULL) {
-        perror("mkdtemp");
-        exit(COLL_TEST_HARD);
-    }
-    snprintf(file, sizeof(file), "%s/log.%%p", dir);
-    setenv("COLL_DEBUG_FILE", file, 1);
     coll_test_opts_t o = {
         .nranks = n, .want_comm = 1, .timeout_s = 60, .transport = "shm", .victim = victim};
-    double t0 = reg_now();
-    int    rc = coll_test_run_ranks(&o, fn, arg);
-    printf("%s: %s, %d ranks (%.2f s)\n", rc ? "FAIL" : "PASS", what, n, reg_now() - t0);
-    fflush(stdout);
-    reg_logs_done(dir, rc != 0);
-    unsetenv("COLL_DEBUG_FILE");
-    return rc != 0;
+    return coll_test_run_logged(what, &o, DIRECT_MARK, fn, arg);
 }
 
 int main(int argc, char **argv)
