@@ -384,6 +384,7 @@ static void tune_spin(coll_comm_t *comm)
     int                  local = l->host_start[h + 1] - l->host_start[h];
 
     comm->oversubscribed = ncpu > 0 && local > ncpu;
+    comm->oversub_factor = comm->oversubscribed ? (int)((local + ncpu - 1) / ncpu) : 1;
     coll_debug(ALGO, "rank %d: %d rank(s) on %ld online CPU(s): waits %s", comm->rank, local, ncpu,
                comm->oversubscribed ? "yield each pass" : "spin");
 }

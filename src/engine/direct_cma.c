@@ -75,11 +75,15 @@ static coll_result_t cma_move(coll_comm_t *comm, const coll_direct_peer_t *p, in
     return COLL_OK;
 }
 
+/* Where ranks outnumber the CPUs the threshold grows with them: every rank's small blocks
+ * and system calls wait for a CPU, and the engine's windows win up to about 64 KiB times the
+ * ranks per CPU (4 and 8 ranks on 2 CPUs: level at 128 and 256 KiB). */
 int coll_direct_cma_wanted(const coll_comm_t *comm, const coll_args_t *a)
 {
     size_t bytes = a->count * coll_dtype_size(a->dtype);
+    size_t min   = coll_param_size(COLL_P_DIRECT_CMA_MIN);
     return comm->cma_state >= 0 && coll_param_bool(COLL_P_DIRECT_CMA) &&
-           bytes >= coll_param_size(COLL_P_DIRECT_CMA_MIN);
+           bytes >= min * (size_t)(comm->oversub_factor > 1 ? comm->oversub_factor : 1);
 }
 
 int coll_direct_cma_probe(coll_comm_t *comm, const coll_direct_peer_t *peers)
