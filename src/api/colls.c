@@ -66,7 +66,7 @@ static coll_result_t colls_start_ex(coll_comm_t *comm, const char *fn, coll_args
         pthread_mutex_unlock(&comm->lock);
         return st;
     }
-    if (blocking && coll_direct_eligible(comm, a)) { /* registered buffers (src/engine/direct.c) */
+    if (blocking && coll_direct_eligible(comm, a)) { /* one host, one copy (src/engine/direct.c) */
         st = coll_direct_run(comm, a, sendbuf, recvbuf);
         if (st != COLL_INPROGRESS) {
             if (st != COLL_OK) {

@@ -93,6 +93,9 @@ struct coll_comm {
     uint32_t          direct_logged; /* bit by collective: the direct path was logged */
     int   cma_state; /* direct path by cross-memory attach: 0 untried, 1 works, -1 refused */
     void *cma_tmp;   /* its cache-resident blocks (src/engine/direct_cma.c), made at first use */
+    struct {
+        int peer, err, write; /* the last failed transfer: with which rank, errno, direction */
+    } cma_fail;
 
     /* errors: first failure wins and is sticky */
     atomic_int    aborted;

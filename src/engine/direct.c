@@ -18,8 +18,10 @@
  *
  * Rounds of the small-call slots (src/engine/small.c) order it: the first publishes where each
  * rank's buffers are (registration number and offset), the set of registrations it holds and
- * whether it pushes; from these every rank makes the same choice, the engine included when not
- * enough is registered. A last round before returning keeps every buffer unchanged until no
+ * whether it pushes, and the process id and addresses for cross-memory attach; from these every
+ * rank makes the same choice: registered, else cross-memory attach (direct_cma.c; where the
+ * communicator's verdict on it is not made yet, a probe and one more round make it), else the
+ * engine. A last round before returning keeps every buffer unchanged until no
  * other rank reads or writes it. Timeouts and dead ranks are those of the slots' waits. In place
  * works as each slice (block) is read and written by its owner alone: a pushed all-reduce block
  * is read from every input before it is written into every output.
@@ -36,9 +38,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#define DIRECT_BLOCK          32768 /* bytes reduced from every input while they stay in the cache */
-#define COLL_MAX_LOCAL_DIRECT 256   /* ranks; more take the engine */
-#define DIRECT_PUSH_BLOCK     65536 /* bytes reduced, then written to every output, at a time */
+#define DIRECT_BLOCK      32768 /* bytes reduced from every input while they stay in the cache */
+#define DIRECT_PUSH_BLOCK 65536 /* bytes reduced, then written to every output, at a time */
 
 typedef struct direct_desc {
     int32_t  coll;
@@ -51,7 +52,10 @@ typedef struct direct_desc {
     int32_t  push; /* COLL_DIRECT_PUSH here */
     int32_t  cma;  /* cross-memory attach: -1 not wanted, 0 untried, 1 works (direct_cma.c) */
     int32_t  pid;
-    int32_t  pad2;
+    int32_t  status;   /* last round: COLL_OK, or this rank's failed transfer (with bad_*) */
+    int32_t  bad_peer; /* the rank it moved bytes to or from */
+    int32_t  bad_errno;
+    int32_t  bad_write;
     uint64_t in_addr; /* the buffers' own addresses, for cross-memory attach */
     uint64_t out_addr;
     uint64_t probe_addr;
@@ -256,6 +260,69 @@ static coll_result_t direct_cma_agreed(coll_comm_t *comm, const coll_args_t *a, 
     return COLL_OK;
 }
 
+/* The cross-memory attach moves and the last round, which every rank joins even after a failed
+ * transfer (a peer may still move bytes to or from its buffers); a failure anywhere then fails
+ * the communicator alike on every rank, naming the rank that failed and its peer. */
+static coll_result_t direct_cma_run(coll_comm_t *comm, const coll_args_t *a, direct_desc_t *mine,
+                                    const coll_direct_peer_t *peers, const void *sendbuf,
+                                    void *recvbuf, int *parity_p, double *t0_p)
+{
+    coll_result_t st;
+    direct_desc_t d;
+
+    if (a->coll == COLL_OP_ALLREDUCE) {
+        st = coll_direct_cma_allreduce(comm, a, peers, sendbuf, recvbuf);
+    } else if (a->coll == COLL_OP_REDUCE_SCATTER) {
+        st = coll_direct_cma_reduce_scatter(comm, a, peers, sendbuf, recvbuf);
+    } else {
+        st = coll_direct_cma_allgather(comm, a, peers, sendbuf, recvbuf);
+    }
+    mine->status = st;
+    if (st != COLL_OK) {
+        mine->bad_peer  = comm->cma_fail.peer;
+        mine->bad_errno = comm->cma_fail.err;
+        mine->bad_write = comm->cma_fail.write;
+    }
+    st = coll_small_round(comm, a, mine, sizeof(*mine), parity_p, t0_p);
+    for (int q = 0; q < comm->nranks && st == COLL_OK; q++) {
+        memcpy(&d, coll_small_payload(comm, q, *parity_p), sizeof(d));
+        if (d.status != COLL_OK) {
+            st = coll_comm_fail(comm, (coll_result_t)d.status,
+                                "rank %d: %s op #%u: rank %d cannot %s rank %d's buffers by "
+                                "cross-memory attach: %s",
+                                comm->rank, coll_op_name(a->coll), comm->small_seq, q,
+                                d.bad_write ? "write into" : "read", d.bad_peer,
+                                strerror(d.bad_errno));
+        }
+    }
+    return st;
+}
+
+/* This rank's descriptor of the call. */
+static void direct_describe(coll_comm_t *comm, const coll_args_t *a, const void *sendbuf,
+                            void *recvbuf, size_t in, size_t out, const volatile uint64_t *probe,
+                            direct_desc_t *mine)
+{
+    memset(mine, 0, sizeof(*mine));
+    mine->coll    = (int32_t)a->coll;
+    mine->in_reg  = -1;
+    mine->out_reg = -1;
+    mine->live    = comm->regs_hash;
+    mine->push    = coll_param_bool(COLL_P_DIRECT_PUSH);
+    /* a rank without its blocks does not take cross-memory attach this time */
+    mine->cma =
+        coll_direct_cma_wanted(comm, a) && coll_direct_cma_tmp(comm) != NULL ? comm->cma_state : -1;
+    mine->pid        = (int32_t)getpid();
+    mine->in_addr    = (uint64_t)(uintptr_t)sendbuf;
+    mine->out_addr   = (uint64_t)(uintptr_t)recvbuf;
+    mine->probe_addr = (uint64_t)(uintptr_t)probe;
+    mine->probe_val  = *probe;
+    if (comm->nranks <= COLL_MAX_LOCAL_DIRECT) {
+        coll_reg_find(comm, sendbuf, in, &mine->in_reg, &mine->in_off);
+        coll_reg_find(comm, recvbuf, out, &mine->out_reg, &mine->out_off);
+    }
+}
+
 coll_result_t coll_direct_run(coll_comm_t *comm, const coll_args_t *a, const void *sendbuf,
                               void *recvbuf)
 {
@@ -267,30 +334,15 @@ coll_result_t coll_direct_run(coll_comm_t *comm, const coll_args_t *a, const voi
     const char        *xin[COLL_MAX_LOCAL_DIRECT];
     char              *xout[COLL_MAX_LOCAL_DIRECT];
     coll_direct_peer_t peers[COLL_MAX_LOCAL_DIRECT];
-    volatile uint64_t  probe = 0; /* read by the peers' cross-memory attach probe */
-    double             t0    = 0.0;
-    coll_result_t      st;
-    int                ok = n <= COLL_MAX_LOCAL_DIRECT, ins = ok, outs = ok, push = 1;
-    int                untried = 0, refused = !ok, cma = 0;
+    /* read and written back by the peers' cross-memory attach probe, unchanged */
+    volatile uint64_t probe =
+        ((uint64_t)(uint32_t)getpid() << 32 | (uint32_t)me) ^ (comm->small_calls << 40);
+    double        t0 = 0.0;
+    coll_result_t st;
+    int           fits = n <= COLL_MAX_LOCAL_DIRECT, ok = fits, ins = ok, outs = ok, push = 1;
+    int           untried = 0, refused = !fits, cma = 0;
 
-    memset(&mine, 0, sizeof(mine));
-    mine.coll     = (int32_t)a->coll;
-    mine.in_reg   = -1;
-    mine.out_reg  = -1;
-    mine.live     = comm->regs_hash;
-    mine.push     = coll_param_bool(COLL_P_DIRECT_PUSH);
-    mine.cma      = coll_direct_cma_wanted(comm, a) ? comm->cma_state : -1;
-    mine.pid      = (int32_t)getpid();
-    mine.in_addr  = (uint64_t)(uintptr_t)sendbuf;
-    mine.out_addr = (uint64_t)(uintptr_t)recvbuf;
-    probe         = ((uint64_t)(uint32_t)mine.pid << 32 | (uint32_t)me) ^ (comm->small_calls << 40);
-    mine.probe_addr = (uint64_t)(uintptr_t)&probe;
-    mine.probe_val  = probe;
-    if (ok) {
-        coll_reg_find(comm, sendbuf, in, &mine.in_reg, &mine.in_off);
-        coll_reg_find(comm, recvbuf, out, &mine.out_reg, &mine.out_off);
-    }
-
+    direct_describe(comm, a, sendbuf, recvbuf, in, out, &probe, &mine);
     coll_small_begin(comm, a);
     st = coll_small_round(comm, a, &mine, sizeof(mine), &parity, &t0);
     if (st == COLL_OK) {
@@ -305,7 +357,7 @@ coll_result_t coll_direct_run(coll_comm_t *comm, const coll_args_t *a, const voi
                 d.coll >= 0 && d.coll < COLL_OP_COUNT ? coll_op_name(d.coll) : "something else");
             break;
         }
-        if (ok) {
+        if (fits) {
             peers[q] = (coll_direct_peer_t){.pid        = d.pid,
                                             .in         = d.in_addr,
                                             .out        = d.out_addr,
@@ -347,18 +399,13 @@ coll_result_t coll_direct_run(coll_comm_t *comm, const coll_args_t *a, const voi
         return st != COLL_OK ? st : COLL_INPROGRESS;
     }
     direct_log(comm, a, cma);
-
-    if (!cma) {
-        st = direct_registered(comm, a, &mine, xin, xout, push, sendbuf, recvbuf, &parity, &t0);
-    } else if (a->coll == COLL_OP_ALLREDUCE) {
-        st = coll_direct_cma_allreduce(comm, a, peers, sendbuf, recvbuf);
-    } else if (a->coll == COLL_OP_REDUCE_SCATTER) {
-        st = coll_direct_cma_reduce_scatter(comm, a, peers, sendbuf, recvbuf);
+    if (cma) {
+        st = direct_cma_run(comm, a, &mine, peers, sendbuf, recvbuf, &parity, &t0);
     } else {
-        st = coll_direct_cma_allgather(comm, a, peers, sendbuf, recvbuf);
-    }
-    if (st == COLL_OK) { /* nobody's buffers change while another rank reads or writes them */
-        st = coll_small_round(comm, a, &mine, sizeof(mine), &parity, &t0);
+        st = direct_registered(comm, a, &mine, xin, xout, push, sendbuf, recvbuf, &parity, &t0);
+        if (st == COLL_OK) { /* nobody's buffers change while another rank reads or writes them */
+            st = coll_small_round(comm, a, &mine, sizeof(mine), &parity, &t0);
+        }
     }
     coll_small_end(comm, a, t0, st);
     return st;

@@ -10,6 +10,8 @@
 
 #include <stdint.h>
 
+#define COLL_MAX_LOCAL_DIRECT 256 /* ranks; more take the engine */
+
 /* What one rank published for a call taken by cross-memory attach. */
 typedef struct coll_direct_peer {
     int32_t  pid;
@@ -25,9 +27,12 @@ void coll_direct_slice(const coll_args_t *a, int n, int r, size_t *lo, size_t *h
 /* direct_cma.c: may this call take cross-memory attach (COLL_DIRECT_CMA, COLL_DIRECT_CMA_MIN,
  * the communicator's verdict not "no")? Equal on every rank that makes the same call. */
 int coll_direct_cma_wanted(const coll_comm_t *comm, const coll_args_t *a);
-/* Can this rank read every peer's probe word? 1 or 0 (logged at INFO). */
+/* The communicator's cache-resident blocks, made at the first call; NULL: out of memory. */
+char *coll_direct_cma_tmp(coll_comm_t *comm);
+/* Can this rank read and write every peer's probe word? 1 or 0 (logged at INFO). */
 int coll_direct_cma_probe(coll_comm_t *comm, const coll_direct_peer_t *peers);
-/* The transfers of each collective; a failed one fails the communicator (naming the peer). */
+/* The transfers of each collective (coll_direct_cma_tmp made). A failed transfer is logged, kept
+ * in comm->cma_fail and returned; the caller still joins the call's last round. */
 coll_result_t coll_direct_cma_allreduce(coll_comm_t *comm, const coll_args_t *a,
                                         const coll_direct_peer_t *peers, const void *sendbuf,
                                         void *recvbuf);

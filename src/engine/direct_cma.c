@@ -50,7 +50,9 @@ static size_t cma_block_size(void)
 #define CMA_BLOCK cma_block_size()
 
 /* One transfer of n bytes between here and rank q's [addr, addr + n): read into buf, or write
- * from it; retried on partial transfers. */
+ * from it; retried on partial transfers. A failure is logged here and kept in comm->cma_fail for
+ * the call's last round, which every rank still joins (direct.c): a peer may still be moving
+ * bytes to or from this rank's buffers, and every rank then fails alike. */
 static coll_result_t cma_move(coll_comm_t *comm, const coll_direct_peer_t *p, int q, int write,
                               void *buf, uint64_t addr, size_t n)
 {
@@ -63,53 +65,57 @@ static coll_result_t cma_move(coll_comm_t *comm, const coll_direct_peer_t *p, in
                                     : process_vm_readv(p->pid, &local, 1, &remote, 1, 0);
         if (got <= 0) {
             int err = got == 0 ? EIO : errno;
-            return coll_comm_fail(comm, err == ESRCH ? COLL_ERR_REMOTE : COLL_ERR_TRANSPORT,
-                                  "rank %d: %s op #%u: cannot %s %zu bytes %s rank %d (pid %d) "
-                                  "at 0x%" PRIx64 " by cross-memory attach: %s",
-                                  comm->rank, coll_op_name(comm->small_args.coll), comm->small_seq,
-                                  write ? "write" : "read", n - done, write ? "into" : "of", q,
-                                  (int)p->pid, addr + done, strerror(err));
+            coll_error(ALGO,
+                       "rank %d: %s op #%u: cannot %s %zu bytes %s rank %d (pid %d) at 0x%" PRIx64
+                       " by cross-memory attach: %s",
+                       comm->rank, coll_op_name(comm->small_args.coll), comm->small_seq,
+                       write ? "write" : "read", n - done, write ? "into" : "of", q, (int)p->pid,
+                       addr + done, strerror(err));
+            comm->cma_fail.peer  = q;
+            comm->cma_fail.err   = err;
+            comm->cma_fail.write = write;
+            return err == ESRCH ? COLL_ERR_REMOTE : COLL_ERR_TRANSPORT;
         }
         done += (size_t)got;
     }
     return COLL_OK;
 }
 
-/* Where ranks outnumber the CPUs the threshold grows with them: every rank's small blocks
- * and system calls wait for a CPU, and the engine's windows win up to about 64 KiB times the
- * ranks per CPU (4 and 8 ranks on 2 CPUs: level at 128 and 256 KiB). */
 int coll_direct_cma_wanted(const coll_comm_t *comm, const coll_args_t *a)
 {
     size_t bytes = a->count * coll_dtype_size(a->dtype);
     size_t min   = coll_param_size(COLL_P_DIRECT_CMA_MIN);
-    return comm->cma_state >= 0 && coll_param_bool(COLL_P_DIRECT_CMA) &&
+    return comm->cma_state >= 0 && comm->nranks <= COLL_MAX_LOCAL_DIRECT &&
+           coll_param_bool(COLL_P_DIRECT_CMA) &&
            bytes >= min * (size_t)(comm->oversub_factor > 1 ? comm->oversub_factor : 1);
 }
 
-int coll_direct_cma_probe(coll_comm_t *comm, const coll_direct_peer_t *peers)
+/* Read rank q's probe word and write it back (a filter may allow one direction only). */
+static int cma_probe_one(coll_comm_t *comm, const coll_direct_peer_t *p, int q)
 {
-    for (int q = 0; q < comm->nranks; q++) {
-        uint64_t word = 0;
-        if (q == comm->rank) {
-            continue;
-        }
-        struct iovec local  = {&word, sizeof(word)};
-        struct iovec remote = {(void *)(uintptr_t)peers[q].probe_addr, sizeof(word)};
-        ssize_t      got    = process_vm_readv(peers[q].pid, &local, 1, &remote, 1, 0);
-        if (got != (ssize_t)sizeof(word) || word != peers[q].probe_val) {
-            coll_info(ALGO,
-                      "rank %d: cannot read rank %d's memory (pid %d) by cross-memory attach "
-                      "(%s): unregistered buffers take the engine",
-                      comm->rank, q, (int)peers[q].pid,
-                      got < 0 ? strerror(errno) : "the word read differs");
-            return 0;
-        }
+    uint64_t     word   = 0;
+    struct iovec local  = {&word, sizeof(word)};
+    struct iovec remote = {(void *)(uintptr_t)p->probe_addr, sizeof(word)};
+    ssize_t      got    = process_vm_readv(p->pid, &local, 1, &remote, 1, 0);
+    const char  *why    = NULL;
+
+    if (got != (ssize_t)sizeof(word)) {
+        why = got < 0 ? strerror(errno) : "short read";
+    } else if (word != p->probe_val) {
+        why = "the word read differs";
+    } else if (process_vm_writev(p->pid, &local, 1, &remote, 1, 0) != (ssize_t)sizeof(word)) {
+        why = strerror(errno);
     }
-    return 1;
+    if (why != NULL) {
+        coll_info(ALGO,
+                  "rank %d: cannot read and write rank %d's memory (pid %d) by cross-memory "
+                  "attach (%s): unregistered buffers take the engine",
+                  comm->rank, q, (int)p->pid, why);
+    }
+    return why == NULL;
 }
 
-/* The cache-resident buffers: two blocks from peers and the own block set aside in place. */
-static char *cma_tmp(coll_comm_t *comm)
+char *coll_direct_cma_tmp(coll_comm_t *comm)
 {
     if (comm->cma_tmp == NULL) {
         void *p = NULL;
@@ -118,6 +124,16 @@ static char *cma_tmp(coll_comm_t *comm)
         }
     }
     return comm->cma_tmp;
+}
+
+int coll_direct_cma_probe(coll_comm_t *comm, const coll_direct_peer_t *peers)
+{
+    for (int q = 0; q < comm->nranks; q++) {
+        if (q != comm->rank && !cma_probe_one(comm, &peers[q], q)) {
+            return 0;
+        }
+    }
+    return 1;
 }
 
 /* dst[0, m) = x0 op x1 op ... op x(n-1), each xq the m elements at byte offset b of rank q's
@@ -168,8 +184,8 @@ coll_result_t coll_direct_cma_allreduce(coll_comm_t *comm, const coll_args_t *a,
 {
     size_t        es = coll_dtype_size(a->dtype), block = CMA_BLOCK / es, lo, hi;
     const char   *in  = sendbuf; /* in place: recvbuf */
-    char         *out = recvbuf, *tmp = cma_tmp(comm);
-    coll_result_t st = tmp != NULL ? COLL_OK : COLL_ERR_NO_MEMORY;
+    char         *out = recvbuf, *tmp = comm->cma_tmp;
+    coll_result_t st = COLL_OK; /* tmp made before the call (direct.c) */
 
     coll_direct_slice(a, comm->nranks, comm->rank, &lo, &hi);
     for (size_t i = lo; i < hi && st == COLL_OK; i += block) {
@@ -190,8 +206,8 @@ coll_result_t coll_direct_cma_reduce_scatter(coll_comm_t *comm, const coll_args_
     size_t        es = coll_dtype_size(a->dtype), block = CMA_BLOCK / es;
     size_t        base = (size_t)comm->rank * a->count * es; /* the own block of every input */
     const char   *in   = sendbuf;                            /* in place: recvbuf - base */
-    char         *out = recvbuf, *tmp = cma_tmp(comm);
-    coll_result_t st = tmp != NULL ? COLL_OK : COLL_ERR_NO_MEMORY;
+    char         *out = recvbuf, *tmp = comm->cma_tmp;
+    coll_result_t st = COLL_OK; /* tmp made before the call (direct.c) */
 
     for (size_t i = 0; i < a->count && st == COLL_OK; i += block) {
         size_t m = a->count - i < block ? a->count - i : block;

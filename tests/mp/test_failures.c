@@ -198,12 +198,16 @@ int main(void)
             coll_test_opts_t o = {
                 .nranks = 4, .want_comm = 1, .timeout_s = 120, .victim = victim + 1};
             kill_args_t ka = {.victim = victim, .count = 16u << 20, .at = 2}; /* 64 MiB */
-            /* rank 2 dies with single-copy sends and reads in flight (shm RTS/FIN) */
+            /* rank 2 dies with single-copy sends and reads in flight (shm RTS/FIN); the
+             * engine's schedules, not the direct path (tests/mp/test_direct_cma kills a rank
+             * there) */
             setenv("COLL_SHM_CMA_MIN", victim == 2 ? "1" : "0", 1);
+            setenv("COLL_DIRECT_CMA", "0", 1);
             failed += run(victim == 0 ? "kill -9 of rank 0 (root)"
                                       : "kill -9 of rank 2 (shm: single-copy messages)",
                           tps[t], o, kill_rank, &ka);
             unsetenv("COLL_SHM_CMA_MIN");
+            unsetenv("COLL_DIRECT_CMA");
             total++;
         }
         /* shared windows: 256 KiB calls fit them; the victim dies between two calls, so the
