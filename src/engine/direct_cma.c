@@ -10,7 +10,7 @@
  *                   buffer that stays in the cache, reduces it with its own (rank order) into
  *                   its output and writes the block into every peer's output.
  *   reduce-scatter  rank r reads block r of every peer's input and reduces into its output.
- *   all-gather      rank r writes its input into every peer's output.
+ *   all-gather      rank r reads every peer's input into its output.
  *
  * Whether a process may read and write another's memory is the kernel's decision (same user,
  * ptrace access mode: Yama, seccomp in containers): the first call that would take this path
@@ -228,9 +228,12 @@ coll_result_t coll_direct_cma_allgather(coll_comm_t *comm, const coll_args_t *a,
     if (!a->in_place) {
         memcpy((char *)recvbuf + at, sendbuf, bytes);
     }
+    /* pulled: each rank writes its own memory only (no faults taken in a peer's address space
+     * on its behalf); 2 ranks, 256 MiB: 44-55 ms against 51-54 pushed, level below */
     for (int k = 1; k < comm->nranks && st == COLL_OK; k++) {
         int q = (comm->rank + k) % comm->nranks;
-        st = cma_move(comm, &peers[q], q, 1, (void *)(uintptr_t)sendbuf, peers[q].out + at, bytes);
+        st    = cma_move(comm, &peers[q], q, 0, (char *)recvbuf + (size_t)q * bytes, peers[q].in,
+                         bytes);
     }
     return st;
 }

@@ -66,6 +66,10 @@ static void collrun_usage(FILE *f)
                "                       later (default: 5)\n"
                "  --keep-going         when a rank fails, report it and let the others run on;\n"
                "                       exit 0 if a rank exits 0 and none fails after that\n"
+               "  --bind-to none|core|numa\n"
+               "                       bind each rank (COLL_BIND) to a core of its own or to its\n"
+               "                       NUMA node; default: core when the ranks fit this host's\n"
+               "                       CPUs and COLL_BIND is not set, else as COLL_BIND says\n"
                "  -l, --prefix         prefix each output line with \"[rank] \"\n"
                "  -x NAME[=VALUE]      set NAME for all ranks (NAME alone: export it), repeatable\n"
                "  --torch-env          also set RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE,\n"
@@ -190,6 +194,15 @@ static int collrun_parse_one(int argc, char **argv, int *i, collrun_opts_t *o)
         o->torch_env = 1;
     } else if (strcmp(a, "--keep-going") == 0) {
         o->keep_going = 1;
+    } else if (collrun_is_opt(a, "--bind-to")) {
+        v = collrun_optarg(argc, argv, i, "--bind-to");
+        if (v == NULL) {
+            return -1;
+        }
+        if (strcmp(v, "none") != 0 && strcmp(v, "core") != 0 && strcmp(v, "numa") != 0) {
+            return collrun_usage_error("--bind-to: '%s' is not none, core or numa", v);
+        }
+        o->bind = v;
     } else if (strcmp(a, "-n") == 0 || strcmp(a, "-np") == 0 || collrun_is_opt(a, "--np")) {
         v = collrun_optarg(argc, argv, i, a[1] == '-' ? "--np" : a);
         return v == NULL ? -1 : collrun_parse_count(v, &o->nranks);

@@ -28,16 +28,18 @@
 #define COLLRUN_EXIT_EXEC    127 /* the program could not be executed */
 
 typedef struct collrun_opts {
-    int          nranks;     /* -n: number of ranks */
-    double       timeout_s;  /* --timeout: 0 means none */
-    double       grace_s;    /* --grace: time survivors get after the first failure */
-    int          keep_going; /* --keep-going: a failed rank does not end the others */
-    int          prefix;     /* --prefix: relay output lines as "[rank] line" */
-    int          torch_env;  /* --torch-env: also set RANK, WORLD_SIZE, ... */
-    int          verbose;    /* -v: print what is launched */
-    int          nxvars;     /* number of -x arguments */
-    const char **xvars;      /* -x arguments as given: NAME or NAME=VALUE */
-    char *const *argv;       /* program and its arguments, NULL-terminated */
+    int         nranks;     /* -n: number of ranks */
+    double      timeout_s;  /* --timeout: 0 means none */
+    double      grace_s;    /* --grace: time survivors get after the first failure */
+    int         keep_going; /* --keep-going: a failed rank does not end the others */
+    int         prefix;     /* --prefix: relay output lines as "[rank] line" */
+    int         torch_env;  /* --torch-env: also set RANK, WORLD_SIZE, ... */
+    int         verbose;    /* -v: print what is launched */
+    const char *bind;       /* --bind-to: none|core|numa; NULL: core where the ranks fit the
+                               CPUs and COLL_BIND is not set (collrun_spawn.c) */
+    int          nxvars;    /* number of -x arguments */
+    const char **xvars;     /* -x arguments as given: NAME or NAME=VALUE */
+    char *const *argv;      /* program and its arguments, NULL-terminated */
 } collrun_opts_t;
 
 /* One output pipe of a rank under --prefix: bytes wait here until a line is complete. */

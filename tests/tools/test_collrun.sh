@@ -121,6 +121,23 @@ run --torch-env -x COLLRUN_T=a=b -n 2 sh -c \
      test "$COLLRUN_T" = a=b'
 [ "$rc" -eq 0 ] && pass "--torch-env and -x" || fail "--torch-env/-x: status $rc: $(cat "$T/err")"
 
+# ---- 2b. binding: core where the ranks fit the CPUs, the environment's or --bind-to's else ----
+ncpu=$(nproc)
+run -n "$ncpu" sh -c 'echo "${COLL_BIND-unset}"'
+[ "$rc" -eq 0 ] && [ "$(sort -u "$T/out")" = core ] ||
+    fail "$ncpu ranks on $ncpu CPUs: COLL_BIND $(sort -u "$T/out" | tr '\n' ' ')(want core)"
+run -n $((ncpu + 1)) sh -c 'echo "${COLL_BIND-unset}"'
+[ "$rc" -eq 0 ] && [ "$(sort -u "$T/out")" = unset ] ||
+    fail "$((ncpu + 1)) ranks on $ncpu CPUs: COLL_BIND $(sort -u "$T/out" | tr '\n' ' ')(want unset)"
+COLL_BIND=numa run -n 1 sh -c 'echo "${COLL_BIND-unset}"'
+[ "$(cat "$T/out")" = numa ] || fail "COLL_BIND=numa not passed on: $(cat "$T/out")"
+COLL_BIND=numa run --bind-to none -n 1 sh -c 'echo "${COLL_BIND-unset}"'
+[ "$(cat "$T/out")" = none ] || fail "--bind-to none: COLL_BIND $(cat "$T/out")"
+run --bind-to socket -n 1 true
+[ "$rc" -eq 2 ] && grep -q "'socket' is not none, core or numa" "$T/err" ||
+    fail "--bind-to socket: status $rc, stderr: $(cat "$T/err")"
+pass "binding: core for ranks that fit the CPUs, none beyond, COLL_BIND and --bind-to respected"
+
 # ---- 3. one rank exits 3: its status comes back and the message names it ----
 run -n 4 sh -c 'if [ "$COLL_RANK" = 1 ]; then exit 3; fi; exit 0'
 if [ "$rc" -eq 3 ] && grep -Eq '^collrun: rank 1 \(pid [0-9]+\) exited with status 3$' "$T/err" &&
