@@ -66,10 +66,11 @@ static void collrun_usage(FILE *f)
                "                       later (default: 5)\n"
                "  --keep-going         when a rank fails, report it and let the others run on;\n"
                "                       exit 0 if a rank exits 0 and none fails after that\n"
-               "  --bind-to none|core|numa\n"
-               "                       bind each rank (COLL_BIND) to a core of its own or to its\n"
-               "                       NUMA node; default: core when the ranks fit this host's\n"
-               "                       CPUs and COLL_BIND is not set, else as COLL_BIND says\n"
+               "  --bind-to none|cpu|core|numa\n"
+               "                       pin rank r to the r-th CPU collrun may use (cpu), or bind\n"
+               "                       through COLL_BIND (core, numa, none); default: cpu when\n"
+               "                       the ranks fill those CPUs exactly and COLL_BIND is not\n"
+               "                       set, else nothing\n"
                "  -l, --prefix         prefix each output line with \"[rank] \"\n"
                "  -x NAME[=VALUE]      set NAME for all ranks (NAME alone: export it), repeatable\n"
                "  --torch-env          also set RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE,\n"
@@ -199,8 +200,9 @@ static int collrun_parse_one(int argc, char **argv, int *i, collrun_opts_t *o)
         if (v == NULL) {
             return -1;
         }
-        if (strcmp(v, "none") != 0 && strcmp(v, "core") != 0 && strcmp(v, "numa") != 0) {
-            return collrun_usage_error("--bind-to: '%s' is not none, core or numa", v);
+        if (strcmp(v, "none") != 0 && strcmp(v, "cpu") != 0 && strcmp(v, "core") != 0 &&
+            strcmp(v, "numa") != 0) {
+            return collrun_usage_error("--bind-to: '%s' is not none, cpu, core or numa", v);
         }
         o->bind = v;
     } else if (strcmp(a, "-n") == 0 || strcmp(a, "-np") == 0 || collrun_is_opt(a, "--np")) {

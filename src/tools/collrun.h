@@ -35,8 +35,8 @@ typedef struct collrun_opts {
     int         prefix;     /* --prefix: relay output lines as "[rank] line" */
     int         torch_env;  /* --torch-env: also set RANK, WORLD_SIZE, ... */
     int         verbose;    /* -v: print what is launched */
-    const char *bind;       /* --bind-to: none|core|numa; NULL: core where the ranks fit the
-                               CPUs and COLL_BIND is not set (collrun_spawn.c) */
+    const char *bind;       /* --bind-to: none|cpu|core|numa; NULL: cpu where the ranks fill
+                               the CPUs and COLL_BIND is not set (collrun_spawn.c) */
     int          nxvars;    /* number of -x arguments */
     const char **xvars;     /* -x arguments as given: NAME or NAME=VALUE */
     char *const *argv;      /* program and its arguments, NULL-terminated */

@@ -164,21 +164,38 @@ static void spawn_env_add(collrun_env_t *env, const char *name, const char *fmt,
     env->n++;
 }
 
-/* COLL_BIND for the ranks, NULL to leave the environment's. As mpirun binds ranks to cores
- * when there are few: ranks that spin while they wait must not share a CPU (two ranks the
- * scheduler started on one CPU stayed there for tens of milliseconds here, 50 us per 8-byte
- * all-reduce instead of 0.5). */
+/* COLL_BIND for the ranks (--bind-to none|core|numa), NULL to leave the environment's. */
 static const char *spawn_bind(const collrun_opts_t *o)
 {
-    cpu_set_t set;
+    return o->bind != NULL && strcmp(o->bind, "cpu") != 0 ? o->bind : NULL;
+}
 
-    if (o->bind != NULL) {
-        return o->bind;
+/* The CPU collrun pins rank to before exec, -1 for none: with --bind-to cpu, and by default
+ * when the ranks fill collrun's CPUs exactly (at least 2, COLL_BIND not set), the rank-th CPU
+ * collrun may run on. Ranks that spin while they wait must not share a CPU: two ranks the
+ * scheduler started on one CPU stayed there for tens of milliseconds here (50 us per 8-byte
+ * all-reduce instead of 0.5). With fewer ranks there are idle CPUs and with more the waits
+ * yield, so nothing is pinned; logical CPUs, not cores, so SMT siblings never hold two ranks. */
+static int spawn_pin_cpu(const collrun_opts_t *o, int rank)
+{
+    cpu_set_t set;
+    int       want, seen = 0;
+
+    if (sched_getaffinity(0, sizeof(set), &set) != 0) {
+        return -1;
     }
-    if (getenv("COLL_BIND") != NULL || sched_getaffinity(0, sizeof(set), &set) != 0) {
-        return NULL;
+    if (o->bind != NULL
+            ? strcmp(o->bind, "cpu") != 0
+            : getenv("COLL_BIND") != NULL || o->nranks < 2 || CPU_COUNT(&set) != o->nranks) {
+        return -1;
     }
-    return CPU_COUNT(&set) >= o->nranks ? "core" : NULL;
+    want = rank % CPU_COUNT(&set);
+    for (int c = 0; c < CPU_SETSIZE; c++) {
+        if (CPU_ISSET(c, &set) && seen++ == want) {
+            return c;
+        }
+    }
+    return -1;
 }
 
 static void spawn_env_build(const collrun_job_t *job, int rank, collrun_env_t *env)
@@ -240,6 +257,9 @@ static void spawn_print(const collrun_job_t *job, int rank, const collrun_env_t 
         return;
     }
     fprintf(f, "collrun: rank %d:", rank);
+    if (spawn_pin_cpu(job->opts, rank) >= 0) {
+        fprintf(f, " (pinned to CPU %d)", spawn_pin_cpu(job->opts, rank));
+    }
     for (i = 0; i < env->n; i++) {
         fprintf(f, " %s=", env->name[i]);
         spawn_print_word(f, env->value[i]);
@@ -323,6 +343,13 @@ static void spawn_child(const collrun_job_t *job, int rank, const collrun_env_t 
         if (strchr(job->opts->xvars[i], '=') != NULL) {
             putenv((char *)job->opts->xvars[i]);
         }
+    }
+    int cpu = spawn_pin_cpu(job->opts, rank);
+    if (cpu >= 0) { /* advice: a rank that cannot be pinned runs as before */
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        CPU_SET(cpu, &one);
+        (void)sched_setaffinity(0, sizeof(one), &one);
     }
     collrun_signals_child_reset();
     execvp(job->opts->argv[0], job->opts->argv);

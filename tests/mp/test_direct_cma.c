@@ -172,8 +172,11 @@ static int cma_sweep_main(int rank, int n, coll_comm_t *comm, void *arg)
     int    expect_cma = *(const int *)arg, call = 0;
     size_t wrong = 0;
 
-    /* below COLL_DIRECT_CMA_MIN (set to 64k by the driver): not the path */
+    /* below COLL_DIRECT_CMA_MIN (set to 64k by the driver) and COLL_DIRECT_CMA_AGRS_MIN (4k in
+     * all): not the path */
     wrong += cma_one(comm, rank, n, C_ALLREDUCE, COLL_FLOAT32, COLL_SUM, 4096, 0, call++);
+    wrong += cma_one(comm, rank, n, C_ALLGATHER, COLL_FLOAT32, COLL_SUM, 64, 0, call++);
+    wrong += cma_one(comm, rank, n, C_REDUCE_SCATTER, COLL_FLOAT32, COLL_SUM, 64, 1, call++);
     ASSERT_EQ(cma_marks(comm, CMA_MARK), 0);
     for (int c = 0; c < 3; c++) {
         for (size_t k = 0; k < sizeof(cma_counts) / sizeof(cma_counts[0]); k++) {
@@ -343,6 +346,7 @@ int main(void)
     unsetenv("COLL_ALGO");
     unsetenv("COLL_DIRECT_CMA");
     setenv("COLL_DIRECT_CMA_MIN", "64k", 1);
+    setenv("COLL_DIRECT_CMA_AGRS_MIN", "4k", 1);
     for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++) {
         failed += cma_run("(a) unregistered buffers by cross-memory attach", counts[i], 0,
                           cma_sweep_main, &yes);

@@ -121,22 +121,32 @@ run --torch-env -x COLLRUN_T=a=b -n 2 sh -c \
      test "$COLLRUN_T" = a=b'
 [ "$rc" -eq 0 ] && pass "--torch-env and -x" || fail "--torch-env/-x: status $rc: $(cat "$T/err")"
 
-# ---- 2b. binding: core where the ranks fit the CPUs, the environment's or --bind-to's else ----
-ncpu=$(nproc)
-run -n "$ncpu" sh -c 'echo "${COLL_BIND-unset}"'
-[ "$rc" -eq 0 ] && [ "$(sort -u "$T/out")" = core ] ||
-    fail "$ncpu ranks on $ncpu CPUs: COLL_BIND $(sort -u "$T/out" | tr '\n' ' ')(want core)"
-run -n $((ncpu + 1)) sh -c 'echo "${COLL_BIND-unset}"'
-[ "$rc" -eq 0 ] && [ "$(sort -u "$T/out")" = unset ] ||
-    fail "$((ncpu + 1)) ranks on $ncpu CPUs: COLL_BIND $(sort -u "$T/out" | tr '\n' ' ')(want unset)"
-COLL_BIND=numa run -n 1 sh -c 'echo "${COLL_BIND-unset}"'
-[ "$(cat "$T/out")" = numa ] || fail "COLL_BIND=numa not passed on: $(cat "$T/out")"
-COLL_BIND=numa run --bind-to none -n 1 sh -c 'echo "${COLL_BIND-unset}"'
-[ "$(cat "$T/out")" = none ] || fail "--bind-to none: COLL_BIND $(cat "$T/out")"
+# ---- 2b. pinning: rank r on the r-th CPU where the ranks fill collrun's CPUs exactly ----
+unset COLL_BIND
+ncpu=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)
+cpus='grep "^Cpus_allowed_list:" /proc/self/status | cut -f2'
+all=$(sh -c "$cpus")
+if [ "$ncpu" -ge 2 ] && [ "$ncpu" -le 64 ]; then
+    run -n "$ncpu" sh -c "echo \$COLL_RANK \$($cpus) \${COLL_BIND-unset}"
+    want=$(i=0; for c in $(echo "$all" | tr ',' ' '); do
+        case $c in *-*) seq "${c%-*}" "${c#*-}" ;; *) echo "$c" ;; esac
+    done | while read -r c; do echo "$i $c unset"; i=$((i + 1)); done)
+    [ "$rc" -eq 0 ] && [ "$(sort -n "$T/out")" = "$want" ] ||
+        fail "$ncpu ranks on CPUs $all: $(sort -n "$T/out" | tr '\n' ';') (want one CPU each)"
+fi
+run -n $((ncpu + 1)) sh -c "$cpus"
+[ "$rc" -eq 0 ] && [ "$(sort -u "$T/out")" = "$all" ] ||
+    fail "$((ncpu + 1)) ranks on $ncpu CPUs: $(sort -u "$T/out" | tr '\n' ' ')(want $all)"
+COLL_BIND=numa run -n "$ncpu" sh -c "echo \${COLL_BIND-unset} \$($cpus)"
+[ "$rc" -eq 0 ] && [ "$(sort -u "$T/out")" = "numa $all" ] ||
+    fail "COLL_BIND=numa: $(sort -u "$T/out" | tr '\n' ' ')(want numa $all, not pinned)"
+run --bind-to none -n "$ncpu" sh -c "echo \${COLL_BIND-unset} \$($cpus)"
+[ "$rc" -eq 0 ] && [ "$(sort -u "$T/out")" = "none $all" ] ||
+    fail "--bind-to none: $(sort -u "$T/out" | tr '\n' ' ')(want none $all)"
 run --bind-to socket -n 1 true
-[ "$rc" -eq 2 ] && grep -q "'socket' is not none, core or numa" "$T/err" ||
+[ "$rc" -eq 2 ] && grep -q "'socket' is not none, cpu, core or numa" "$T/err" ||
     fail "--bind-to socket: status $rc, stderr: $(cat "$T/err")"
-pass "binding: core for ranks that fit the CPUs, none beyond, COLL_BIND and --bind-to respected"
+pass "pinning: one CPU per rank where the ranks fill the CPUs, none beyond, COLL_BIND and --bind-to respected"
 
 # ---- 3. one rank exits 3: its status comes back and the message names it ----
 run -n 4 sh -c 'if [ "$COLL_RANK" = 1 ]; then exit 3; fi; exit 0'
