@@ -257,8 +257,9 @@ static void spawn_print(const collrun_job_t *job, int rank, const collrun_env_t 
         return;
     }
     fprintf(f, "collrun: rank %d:", rank);
-    if (spawn_pin_cpu(job->opts, rank) >= 0) {
-        fprintf(f, " (pinned to CPU %d)", spawn_pin_cpu(job->opts, rank));
+    int cpu = spawn_pin_cpu(job->opts, rank);
+    if (cpu >= 0) {
+        fprintf(f, " (pinned to CPU %d)", cpu);
     }
     for (i = 0; i < env->n; i++) {
         fprintf(f, " %s=", env->name[i]);

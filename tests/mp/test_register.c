@@ -5,13 +5,14 @@
  * every rank take the direct path (read from the library's info log: "direct, registered
  * buffers", once per communicator and collective), and give the exact expected results, in and
  * out of place, with nothing written next to the output; a buffer that is not
- * registered on one rank, non-blocking calls, deregistered memory and COLL_DIRECT=0 keep the
- * normal path; argument errors, and one rank's bad buffer failing the registration on every
- * rank; a rank killed inside a direct all-reduce makes the others fail within COLL_TIMEOUT;
- * ranks that deregister at different points get a mismatch; pushing (the default) and reading
- * (COLL_DIRECT_PUSH=0), plain and non-temporal copies. It does not measure speed.
- * Longer than the style's 800 lines: one program for the whole feature, whose cases share the
- * buffers, the log counting and the expected values. Usage: test_register [-n N]
+ * registered on one rank, non-blocking calls, deregistered memory and COLL_DIRECT=0 do not take
+ * the registered path (the engine, or cross-memory attach: tests/mp/test_direct_cma); argument
+ * errors, and one rank's bad buffer failing the registration on every rank; a rank killed inside a
+ * direct all-reduce makes the others fail within COLL_TIMEOUT; ranks that deregister at different
+ * points get a mismatch; pushing (the default) and reading (COLL_DIRECT_PUSH=0), plain and
+ * non-temporal copies. It does not measure speed. Longer than the style's 800 lines: one program
+ * for the whole feature, whose cases share the buffers, the log counting and the expected values.
+ * Usage: test_register [-n N]
  */
 #include "coll_test.h"
 #include "mp_data.h"
