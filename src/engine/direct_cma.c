@@ -157,11 +157,9 @@ static coll_result_t cma_reduce_block(coll_comm_t *comm, const coll_args_t *a,
 {
     int           n = comm->nranks, me = comm->rank;
     size_t        es = coll_dtype_size(a->dtype), bytes = m * es;
-    coll_redop_t  op     = a->op == COLL_AVG ? COLL_SUM : a->op;
-    const char   *own    = mine;
-    const char   *x[2]   = {NULL, NULL};
-    char         *slot[] = {tmp, tmp + CMA_BLOCK};
-    coll_result_t st     = COLL_OK;
+    coll_redop_t  op  = a->op == COLL_AVG ? COLL_SUM : a->op;
+    const char   *own = mine, *first = NULL;
+    coll_result_t st = COLL_OK;
 
     if (me >= 2 && dst == mine) {
         memcpy(tmp + 2 * CMA_BLOCK, mine, bytes);
@@ -169,18 +167,15 @@ static coll_result_t cma_reduce_block(coll_comm_t *comm, const coll_args_t *a,
     }
     for (int q = 0; q < n && st == COLL_OK; q++) {
         const char *src = own;
-        if (q != me) {
-            char *into = slot[q == 0 ? 0 : 1];
+        if (q != me) { /* rank 0's block in the first buffer, every later one in the second */
+            char *into = tmp + (q == 0 ? 0 : CMA_BLOCK);
             st         = cma_move(comm, &peers[q], q, 0, into, peers[q].in + b, bytes);
             src        = into;
         }
-        if (q < 2) {
-            x[q] = src;
-            if (q == 1) {
-                coll_reduce3(a->dtype, op, dst, x[0], x[1], m);
-            }
-        } else {
-            coll_reduce3(a->dtype, op, dst, dst, src, m);
+        if (q == 0) {
+            first = src;
+        } else if (st == COLL_OK) {
+            coll_reduce3(a->dtype, op, dst, q == 1 ? first : dst, src, m);
         }
     }
     if (st == COLL_OK && a->op == COLL_AVG) {
