@@ -4,7 +4,7 @@ COLL_LIB_SOURCES += \
     src/core/compiler.h src/core/error.h src/core/log.h src/core/log.c \
     src/core/param.h src/core/param.c src/core/params.def src/core/util.h src/core/util.c \
     src/core/error.c src/core/sha256.h src/core/sha256.c src/core/auth.h src/core/auth.c \
-    src/reduce/reduce.h src/reduce/reduce.c src/reduce/copy.c \
+    src/reduce/reduce.h src/reduce/reduce.c src/reduce/copy.c src/reduce/reduce_nt.c \
     src/bootstrap/bootstrap.h src/bootstrap/bootstrap.c src/bootstrap/root.c src/bootstrap/standby.h src/bootstrap/standby.c \
     src/bootstrap/wire.h src/bootstrap/wire.c src/bootstrap/sock.h src/bootstrap/sock.c src/bootstrap/ifaddr.c \
     src/bootstrap/env.c \

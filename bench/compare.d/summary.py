@@ -3,8 +3,10 @@
 # "round tool coll nranks bytes time_us", the median time per (tool, collective, ranks, size),
 # busbw as collbench computes it, the ratio libcoll / best peer per size (and libcoll-reg /
 # best peer: registered buffers), a medians CSV and a gnuplot PNG of busbw against size per
-# collective.
-# Run: /usr/bin/python3 summary.py RAWFILE OUTDIR
+# collective. With MEMBWFILE ("round copy-GB/s" lines, bench/membw's copy rate B measured
+# among the rounds), the all-reduce tables add %bound: the time of the memory bound, 2*n*S
+# bytes read and written at B (bench/README, "Bound"), over the median time.
+# Run: /usr/bin/python3 summary.py RAWFILE OUTDIR [MEMBWFILE]
 import os
 import statistics
 import subprocess
@@ -17,7 +19,19 @@ def bus_factor(coll, n):
     return 2.0 * (n - 1) / n if coll == "allreduce" else (n - 1.0) / n
 
 
-def main(raw, out):
+def read_membw(path):
+    rates = []
+    if path and os.path.exists(path):
+        with open(path) as f:
+            for line in f:
+                p = line.split()
+                if len(p) == 2:
+                    rates.append(float(p[1]))
+    return statistics.median(rates) if rates else None
+
+
+def main(raw, out, membw=None):
+    copy_gbs = read_membw(membw)
     samples = {}
     with open(raw) as f:
         for line in f:
@@ -36,11 +50,16 @@ def main(raw, out):
     for coll, n in sorted({(k[0], k[1]) for k in med}):
         tools = [t for t in ORDER if any(k[0] == coll and k[1] == n and k[3] == t for k in med)]
         sizes = sorted({k[2] for k in med if k[0] == coll and k[1] == n})
+        bound = copy_gbs if coll == "allreduce" else None
         print("\n## %s, %d ranks, float sum: median time (us) of interleaved rounds, busbw GB/s"
               % (coll, n))
+        if bound:
+            print("(%%bound: memory bound 2*n*S / B over the median time, B = %.1f GB/s, "
+                  "bench/membw copy, median of the rounds)" % bound)
         print("| size (B) | " + " | ".join("%s us | %s GB/s" % (t, t) for t in tools) +
-              " | best peer | libcoll / best peer | libcoll-reg / best peer |")
-        print("|---:|" + "---:|" * (2 * len(tools) + 3))
+              " | best peer | libcoll / best peer | libcoll-reg / best peer |" +
+              (" %bound libcoll | %bound libcoll-reg |" if bound else ""))
+        print("|---:|" + "---:|" * (2 * len(tools) + 3 + (2 if bound else 0)))
         dat = os.path.join(out, "%s_n%d.dat" % (coll, n))
         with open(dat, "w") as d:
             d.write("# size " + " ".join(tools) + "  (busbw GB/s, NaN where not run)\n")
@@ -58,6 +77,9 @@ def main(raw, out):
                 for t in ("libcoll", "libcoll-reg"):
                     lib = med.get((coll, n, b, t))
                     ratio += " | %.2f" % (best[0] / lib) if best and lib else " | -"
+                for t in ("libcoll", "libcoll-reg") if bound else ():
+                    lib = med.get((coll, n, b, t))
+                    ratio += " | %.0f %%" % (100.0 * 2 * n * b / (bound * 1e3) / lib) if lib else " | -"
                 print("| %d | %s | %s |" % (b, " | ".join(row), ratio))
                 d.write("%d %s\n" % (b, " ".join("%.6g" % x for x in bus)))
         png = os.path.join(out, "%s_n%d.png" % (coll, n))
@@ -75,7 +97,7 @@ def main(raw, out):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3:
-        sys.stderr.write("usage: summary.py RAWFILE OUTDIR\n")
+    if len(sys.argv) not in (3, 4):
+        sys.stderr.write("usage: summary.py RAWFILE OUTDIR [MEMBWFILE]\n")
         sys.exit(2)
-    sys.exit(main(sys.argv[1], sys.argv[2]))
+    sys.exit(main(sys.argv[1], sys.argv[2], sys.argv[3] if len(sys.argv) == 4 else None))

@@ -123,12 +123,18 @@ void coll_direct_slice(const coll_args_t *a, int n, int r, size_t *lo, size_t *h
     *hi          = *lo + chunk < a->count ? *lo + chunk : a->count;
 }
 
-/* Copy n bytes of a call whose output has total bytes: past the caches (non-temporal stores)
- * when the output is at least COLL_DIRECT_STREAM_MIN bytes. */
-static void direct_copy(char *dst, const char *src, size_t n, size_t total)
+/* Whether a call whose output has total bytes writes it past the caches (non-temporal
+ * stores): from COLL_DIRECT_STREAM_MIN bytes. */
+static int direct_streams(size_t total)
 {
     size_t min = coll_param_size(COLL_P_DIRECT_STREAM_MIN);
-    if (min != 0 && total >= min) {
+    return min != 0 && total >= min;
+}
+
+/* Copy n bytes of a call whose output has total bytes (direct_streams). */
+static void direct_copy(char *dst, const char *src, size_t n, size_t total)
+{
+    if (direct_streams(total)) {
         coll_copy_stream(dst, src, n);
     } else {
         memcpy(dst, src, n);
@@ -155,6 +161,20 @@ static void direct_allreduce_push(const coll_args_t *a, int n, int me, char *con
 {
     size_t es = coll_dtype_size(a->dtype), lo, hi, block = DIRECT_PUSH_BLOCK / es;
     coll_direct_slice(a, n, me, &lo, &hi);
+    /* out of place past the caches: reduced and streamed at once (in place the own output's
+     * lines were just read as the input and cost no extra read: the blocks below are faster) */
+    if (hi > lo && !a->in_place && direct_streams(out)) {
+        const char *x[COLL_MAX_LOCAL_DIRECT];
+        void       *y[COLL_MAX_LOCAL_DIRECT];
+        for (int q = 0; q < n; q++) {
+            x[q] = xin[q] + lo * es;
+            y[q] = xout[q] + lo * es;
+        }
+        if (coll_reduce_nt_fits(y, n)) {
+            coll_reduce_nt(a->dtype, a->op, (const void *const *)x, n, n, y, n, hi - lo);
+            return;
+        }
+    }
     for (size_t i = lo; i < hi; i += block) {
         size_t m = hi - i < block ? hi - i : block;
         direct_reduce(a, n, me, xout[me] + i * es, xin, i, m);

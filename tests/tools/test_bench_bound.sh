@@ -46,5 +46,23 @@ for a in "-n x" "-r 0" "-C bogus" "-z"; do
     (cd "$top_builddir" && sh "$srcdir/bench/compare" $a >/dev/null 2>"$tmp/e")
     if [ $? = 2 ] && grep -q 'bench/compare' "$tmp/e"; then ok "compare refuses $a"; else bad "compare $a"; fi
 done
+# bench/compare's summary: %bound = 2n*S / B over the median time (B from the membw lines):
+# 2 ranks, 1 MiB, B = 41.94304 GB/s -> 100 us; libcoll's median 200 us -> 50 %, libcoll-reg's
+# 100 us -> 100 %; no %bound for an all-gather, none without the membw lines
+if [ -x /usr/bin/python3 ]; then
+    printf '%s\n' "1 libcoll allreduce 2 1048576 150" "2 libcoll allreduce 2 1048576 200" \
+        "3 libcoll allreduce 2 1048576 900" "1 libcoll-reg allreduce 2 1048576 100" \
+        "1 ompi allreduce 2 1048576 400" "1 ompi allgather 2 1048576 400" \
+        "1 libcoll allgather 2 1048576 200" >"$tmp/raw"
+    printf '%s\n' "1 41.94304" "2 10" "3 50" >"$tmp/bw"
+    mkdir -p "$tmp/s1" "$tmp/s2"
+    /usr/bin/python3 "$srcdir/bench/compare.d/summary.py" "$tmp/raw" "$tmp/s1" "$tmp/bw" \
+        >"$tmp/t1" 2>/dev/null
+    /usr/bin/python3 "$srcdir/bench/compare.d/summary.py" "$tmp/raw" "$tmp/s2" >"$tmp/t2" 2>/dev/null
+    if grep -q '^| 1048576 | .* | ompi | 2.00 | 4.00 | 50 % | 100 % |$' "$tmp/t1" &&
+        [ "$(grep -c ' % |$' "$tmp/t1")" = 1 ] && ! grep -q '%bound' "$tmp/t2"; then
+        ok "compare's summary: %bound from the membw lines (all-reduce only)"
+    else bad "compare's summary %bound"; cat "$tmp/t1" "$tmp/t2"; fi
+fi
 echo "test_bench_bound: $pass passed, $fail failed"
 [ "$fail" = 0 ]
