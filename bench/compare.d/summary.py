@@ -7,6 +7,7 @@
 # among the rounds), the all-reduce tables add %bound: the time of the memory bound, 2*n*S
 # bytes read and written at B (bench/README, "Bound"), over the median time.
 # Run: /usr/bin/python3 summary.py RAWFILE OUTDIR [MEMBWFILE]
+import math
 import os
 import statistics
 import subprocess
@@ -25,8 +26,12 @@ def read_membw(path):
         with open(path) as f:
             for line in f:
                 p = line.split()
-                if len(p) == 2:
-                    rates.append(float(p[1]))
+                try:
+                    v = float(p[1]) if len(p) == 2 else float("nan")
+                except ValueError:
+                    continue
+                if math.isfinite(v) and v > 0:
+                    rates.append(v)
     return statistics.median(rates) if rates else None
 
 

@@ -40,6 +40,7 @@
 
 #define DIRECT_BLOCK      32768 /* bytes reduced from every input while they stay in the cache */
 #define DIRECT_PUSH_BLOCK 65536 /* bytes reduced, then written to every output, at a time */
+#define DIRECT_LOGGED_NT  (1u << 31) /* comm->direct_logged: a reduced-and-streamed call */
 
 typedef struct direct_desc {
     int32_t  coll;
@@ -156,22 +157,27 @@ static void direct_log(coll_comm_t *comm, const coll_args_t *a, int cma)
 /* The all-reduce, pushed: rank me reduces its slice block by block (while the block is in the
  * cache) into its own output and writes it into every peer's output. No round between: every
  * slice is read and written by its owner alone. */
-static void direct_allreduce_push(const coll_args_t *a, int n, int me, char *const *xout,
-                                  const char *const *xin, size_t out)
+static void direct_allreduce_push(coll_comm_t *comm, const coll_args_t *a, int n, int me,
+                                  char *const *xout, const char *const *xin, size_t out)
 {
     size_t es = coll_dtype_size(a->dtype), lo, hi, block = DIRECT_PUSH_BLOCK / es;
     coll_direct_slice(a, n, me, &lo, &hi);
     /* out of place past the caches: reduced and streamed at once (in place the own output's
      * lines were just read as the input and cost no extra read: the blocks below are faster) */
     if (hi > lo && !a->in_place && direct_streams(out)) {
-        const char *x[COLL_MAX_LOCAL_DIRECT];
+        const void *x[COLL_MAX_LOCAL_DIRECT];
         void       *y[COLL_MAX_LOCAL_DIRECT];
         for (int q = 0; q < n; q++) {
-            x[q] = xin[q] + lo * es;
-            y[q] = xout[q] + lo * es;
+            x[q] = xin[q] + lo * es;             /* inputs in rank order: the same bits */
+            y[q] = xout[(me + q) % n] + lo * es; /* outputs from the own one on */
         }
         if (coll_reduce_nt_fits(y, n)) {
-            coll_reduce_nt(a->dtype, a->op, (const void *const *)x, n, n, y, n, hi - lo);
+            coll_reduce_nt(a->dtype, a->op, x, n, n, y, n, hi - lo);
+            if ((comm->direct_logged & DIRECT_LOGGED_NT) == 0) {
+                comm->direct_logged |= DIRECT_LOGGED_NT;
+                coll_info(ALGO, "rank %d: allreduce of %zu bytes: direct, reduced and streamed",
+                          comm->rank, out);
+            }
             return;
         }
     }
@@ -213,7 +219,7 @@ static coll_result_t direct_registered(coll_comm_t *comm, const coll_args_t *a, 
     switch (a->coll) {
     case COLL_OP_ALLREDUCE:
         if (push) {
-            direct_allreduce_push(a, n, me, xout, xin, out);
+            direct_allreduce_push(comm, a, n, me, xout, xin, out);
         } else { /* pulled: the own slice, a round, the others' slices from their outputs */
             size_t lo, hi;
             coll_direct_slice(a, n, me, &lo, &hi);

@@ -33,6 +33,7 @@
 /* ... unless a run asks for another (64: 16-byte aligned, for the streamed reductions) */
 static size_t reg_recv_skew = RECV_SKEW;
 #define DIRECT_MARK "direct, registered buffers"
+#define STREAM_MARK "direct, reduced and streamed" /* the all-reduce with non-temporal stores */
 
 typedef enum { REG_ALLREDUCE, REG_REDUCE_SCATTER, REG_ALLGATHER, REG_NCOLLS } reg_coll_t;
 
@@ -395,6 +396,16 @@ static size_t case_direct(int rank, int n, coll_comm_t *comm)
     small.call     = call++;
     wrong += reg_run(comm, rank, n, &small, b.send, b.recv, 0);
     ASSERT_OK(coll_allreduce(b.send, b.recv, 0, COLL_INT32, COLL_SUM, comm));
+    /* with outputs at least COLL_DIRECT_STREAM_MIN bytes, the out-of-place all-reduces were
+     * reduced and streamed where every output was 16-byte aligned, and only there */
+    const char *smin     = getenv("COLL_DIRECT_STREAM_MIN");
+    int         streamed = coll_test_log_count(STREAM_MARK);
+    if (smin != NULL && strcmp(smin, "4k") == 0 && streamed != (reg_recv_skew % 16 == 0)) {
+        fprintf(stderr, "rank %d: %d \"%s\" lines with outputs %zu bytes past a page (%s)\n", rank,
+                streamed, STREAM_MARK, reg_recv_skew,
+                reg_recv_skew % 16 == 0 ? "16-byte aligned: 1 expected" : "unaligned: 0 expected");
+        wrong++;
+    }
     ASSERT_OK(coll_comm_deregister(comm, reg));
     reg_bufs_free(&b);
     reg_report(rank, "(a) direct path, every collective and size", n, wrong);

@@ -749,8 +749,9 @@ static void test_div(void)
 
 /* ---- streamed reductions (reduce_nt.c) against chained coll_reduce3 ---- */
 
-/* One case: nin inputs of n elements reduced into nout 16-byte aligned outputs (output 0 is
- * input 0 itself when alias), compared bit for bit with coll_reduce3 chained in input order
+/* One case: nin inputs of n elements reduced into nout 16-byte aligned outputs (with alias,
+ * output 0 is input 0 itself and the last output the last input, as where ranks run in
+ * place), compared bit for bit with coll_reduce3 chained in input order
  * (checked against the reference above) and, for AVG, coll_reduce_div; the bytes after every
  * output stay untouched. */
 static void test_nt_case(coll_dtype_t dt, coll_redop_t op, int nin, int nout, size_t n, int alias)
@@ -780,8 +781,8 @@ static void test_nt_case(coll_dtype_t dt, coll_redop_t op, int nin, int nout, si
         coll_reduce_div(dt, want, n, nin);
     }
     for (int k = 0; k < nout; k++) {
-        if (k == 0 && alias) {
-            out[k] = in[0];
+        if (alias && (k == 0 || k == nout - 1)) {
+            out[k] = k == 0 ? in[0] : in[nin - 1];
             continue;
         }
         ASSERT_TRUE(posix_memalign(&out[k], 64, bytes + GUARD_BYTES) == 0);
