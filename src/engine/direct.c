@@ -40,7 +40,6 @@
 
 #define DIRECT_BLOCK      32768 /* bytes reduced from every input while they stay in the cache */
 #define DIRECT_PUSH_BLOCK 65536 /* bytes reduced, then written to every output, at a time */
-#define DIRECT_LOGGED_NT  (1u << 31) /* comm->direct_logged: a reduced-and-streamed call */
 
 typedef struct direct_desc {
     int32_t  coll;
@@ -154,6 +153,38 @@ static void direct_log(coll_comm_t *comm, const coll_args_t *a, int cma)
     }
 }
 
+/* Out of place from COLL_DIRECT_STREAM_REDUCE_MIN written bytes: elements from off of every input,
+ * as many as this rank reduces (its slice of an all-reduce, its block of a reduce-scatter), reduced
+ * in rank order and streamed into the nout outputs y at once, when they are all 16-byte aligned; 0
+ * where not (the caller reduces in blocks). In place the own output's lines were just read as the
+ * input and cost no extra read: the blocks are faster. */
+static int direct_reduce_nt(coll_comm_t *comm, const coll_args_t *a, int n, const char *const *xin,
+                            size_t off, void *const *y, int nout, size_t out)
+{
+    size_t      es = coll_dtype_size(a->dtype), count = a->count, lo, hi;
+    const void *x[COLL_MAX_LOCAL_DIRECT];
+    uint32_t    bit = 1u << (31 - a->coll); /* comm->direct_logged: above the per-path bits */
+
+    size_t min = coll_param_size(COLL_P_DIRECT_STREAM_REDUCE_MIN);
+    if (a->in_place || min == 0 || out < min || !coll_reduce_nt_fits(y, nout)) {
+        return 0;
+    }
+    if (a->coll == COLL_OP_ALLREDUCE) {
+        coll_direct_slice(a, n, comm->rank, &lo, &hi);
+        count = hi - lo;
+    }
+    for (int q = 0; q < n; q++) {
+        x[q] = xin[q] + off * es;
+    }
+    coll_reduce_nt(a->dtype, a->op, x, n, n, y, nout, count);
+    if ((comm->direct_logged & bit) == 0) {
+        comm->direct_logged |= bit;
+        coll_info(ALGO, "rank %d: %s of %zu bytes: direct, reduced and streamed", comm->rank,
+                  coll_op_name(a->coll), out);
+    }
+    return 1;
+}
+
 /* The all-reduce, pushed: rank me reduces its slice block by block (while the block is in the
  * cache) into its own output and writes it into every peer's output. No round between: every
  * slice is read and written by its owner alone. */
@@ -162,22 +193,12 @@ static void direct_allreduce_push(coll_comm_t *comm, const coll_args_t *a, int n
 {
     size_t es = coll_dtype_size(a->dtype), lo, hi, block = DIRECT_PUSH_BLOCK / es;
     coll_direct_slice(a, n, me, &lo, &hi);
-    /* out of place past the caches: reduced and streamed at once (in place the own output's
-     * lines were just read as the input and cost no extra read: the blocks below are faster) */
-    if (hi > lo && !a->in_place && direct_streams(out)) {
-        const void *x[COLL_MAX_LOCAL_DIRECT];
-        void       *y[COLL_MAX_LOCAL_DIRECT];
+    if (hi > lo) {
+        void *y[COLL_MAX_LOCAL_DIRECT];
         for (int q = 0; q < n; q++) {
-            x[q] = xin[q] + lo * es;             /* inputs in rank order: the same bits */
             y[q] = xout[(me + q) % n] + lo * es; /* outputs from the own one on */
         }
-        if (coll_reduce_nt_fits(y, n)) {
-            coll_reduce_nt(a->dtype, a->op, x, n, n, y, n, hi - lo);
-            if ((comm->direct_logged & DIRECT_LOGGED_NT) == 0) {
-                comm->direct_logged |= DIRECT_LOGGED_NT;
-                coll_info(ALGO, "rank %d: allreduce of %zu bytes: direct, reduced and streamed",
-                          comm->rank, out);
-            }
+        if (direct_reduce_nt(comm, a, n, xin, lo, y, n, out)) {
             return;
         }
     }
@@ -237,7 +258,9 @@ static coll_result_t direct_registered(coll_comm_t *comm, const coll_args_t *a, 
         }
         break;
     case COLL_OP_REDUCE_SCATTER:
-        direct_reduce(a, n, me, recvbuf, xin, (size_t)me * a->count, a->count);
+        if (!direct_reduce_nt(comm, a, n, xin, (size_t)me * a->count, &recvbuf, 1, out)) {
+            direct_reduce(a, n, me, recvbuf, xin, (size_t)me * a->count, a->count);
+        }
         break;
     default:
         if (push) {

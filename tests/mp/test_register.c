@@ -396,14 +396,15 @@ static size_t case_direct(int rank, int n, coll_comm_t *comm)
     small.call     = call++;
     wrong += reg_run(comm, rank, n, &small, b.send, b.recv, 0);
     ASSERT_OK(coll_allreduce(b.send, b.recv, 0, COLL_INT32, COLL_SUM, comm));
-    /* with outputs at least COLL_DIRECT_STREAM_MIN bytes, the out-of-place all-reduces were
-     * reduced and streamed where every output was 16-byte aligned, and only there */
-    const char *smin     = getenv("COLL_DIRECT_STREAM_MIN");
+    /* from COLL_DIRECT_STREAM_REDUCE_MIN written bytes the out-of-place all-reduces and
+     * reduce-scatters were reduced and streamed where every output was 16-byte aligned, and
+     * only there: one line for each of the two */
+    const char *smin     = getenv("COLL_DIRECT_STREAM_REDUCE_MIN");
     int         streamed = coll_test_log_count(STREAM_MARK);
-    if (smin != NULL && strcmp(smin, "4k") == 0 && streamed != (reg_recv_skew % 16 == 0)) {
+    if (smin != NULL && strcmp(smin, "4k") == 0 && streamed != (reg_recv_skew % 16 == 0 ? 2 : 0)) {
         fprintf(stderr, "rank %d: %d \"%s\" lines with outputs %zu bytes past a page (%s)\n", rank,
                 streamed, STREAM_MARK, reg_recv_skew,
-                reg_recv_skew % 16 == 0 ? "16-byte aligned: 1 expected" : "unaligned: 0 expected");
+                reg_recv_skew % 16 == 0 ? "16-byte aligned: 2 expected" : "unaligned: 0 expected");
         wrong++;
     }
     ASSERT_OK(coll_comm_deregister(comm, reg));
@@ -909,6 +910,7 @@ int main(int argc, char **argv)
     unsetenv("COLL_DIRECT");
     unsetenv("COLL_DIRECT_MIN");
     unsetenv("COLL_DIRECT_STREAM_MIN");
+    unsetenv("COLL_DIRECT_STREAM_REDUCE_MIN");
     unsetenv("COLL_DIRECT_PUSH");
     for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]) && (only_n == 0 || i == 0); i++) {
         int n = only_n > 0 ? only_n : counts[i];
@@ -921,22 +923,25 @@ int main(int argc, char **argv)
                             0, reg_main, NULL);
     unsetenv("COLL_DIRECT_PUSH");
     total++;
-    /* the copies and the out-of-place all-reduces with non-temporal stores (reduced and
-     * streamed at once where every output is 16-byte aligned), at every size and offset */
+    /* the copies, and the out-of-place all-reduces and reduce-scatters, with non-temporal
+     * stores (reduced and streamed at once where every output is 16-byte aligned), at every
+     * size and offset */
     setenv("COLL_DIRECT_STREAM_MIN", "4k", 1);
+    setenv("COLL_DIRECT_STREAM_REDUCE_MIN", "4k", 1);
     for (int n = only_n > 0 ? only_n : 2; n <= (only_n > 0 ? only_n : 3); n++) {
         for (int aligned = 0; aligned < 2; aligned++) {
             reg_recv_skew = aligned ? 64 : RECV_SKEW;
-            failed +=
-                reg_run_ranks(aligned ? "registered buffers (a-d), COLL_DIRECT_STREAM_MIN=4k, "
-                                        "outputs 16-byte aligned"
-                                      : "registered buffers (a-d), COLL_DIRECT_STREAM_MIN=4k",
-                              n, 0, reg_main, NULL);
+            failed += reg_run_ranks(
+                aligned ? "registered buffers (a-d), COLL_DIRECT_STREAM[_REDUCE]_MIN=4k, "
+                          "outputs 16-byte aligned"
+                        : "registered buffers (a-d), COLL_DIRECT_STREAM[_REDUCE]_MIN=4k",
+                n, 0, reg_main, NULL);
             total++;
         }
     }
     reg_recv_skew = RECV_SKEW;
     unsetenv("COLL_DIRECT_STREAM_MIN");
+    unsetenv("COLL_DIRECT_STREAM_REDUCE_MIN");
     int n_kill = only_n > 0 ? only_n : 4, victim = n_kill - 1;
     setenv("COLL_TIMEOUT", "2", 1);
     failed += reg_run_ranks("(e) rank killed in a direct all-reduce", n_kill, victim + 1,
