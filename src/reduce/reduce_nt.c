@@ -4,7 +4,7 @@
  * time into a buffer that stays in the first-level cache, then written to every output with
  * non-temporal stores. A plain store reads each line it writes first (one more transfer per
  * byte); a kernel that reduces and streams in one loop keeps reads and writes interleaved at a
- * fine grain, which is what lets memory run near its copy rate (bench/README, "Streaming
+ * fine grain, which is what lets memory run near its copy rate (bench/README, "Streamed
  * reductions").
  */
 #include "reduce.h"
