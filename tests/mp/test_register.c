@@ -33,7 +33,7 @@
 /* ... unless a run asks for another (64: 16-byte aligned, for the streamed reductions) */
 static size_t reg_recv_skew = RECV_SKEW;
 #define DIRECT_MARK "direct, registered buffers"
-#define STREAM_MARK "direct, reduced and streamed" /* the all-reduce with non-temporal stores */
+#define STREAM_MARK "direct, reduced and streamed" /* reductions with non-temporal stores */
 
 typedef enum { REG_ALLREDUCE, REG_REDUCE_SCATTER, REG_ALLGATHER, REG_NCOLLS } reg_coll_t;
 
