@@ -16,7 +16,7 @@ TEST_MP_LDADD = tests/libcolltest.la libcoll.la -lm
 TEST_UNIT_LDADD = tests/libcolltest.la libcoll-internal.la -lpthread -lm
 
 # ---- unit tests (internal functions, no network) ----
-check_PROGRAMS += tests/unit/test_reduce tests/unit/test_params tests/unit/test_log_filter \
+check_PROGRAMS += tests/unit/test_reduce tests/unit/test_reduce_nt tests/unit/test_params tests/unit/test_log_filter \
     tests/unit/test_sched_matrix tests/unit/test_sched_struct tests/unit/test_sched_registry \
     tests/unit/test_env tests/unit/test_win_sched tests/unit/test_topo tests/unit/test_topo_sysfs \
     tests/unit/test_topo_ring tests/unit/test_topo_nic tests/unit/test_auth tests/unit/test_p2p_plan \
@@ -36,6 +36,9 @@ tests_unit_test_env_LDADD = $(TEST_UNIT_LDADD)
 tests_unit_test_reduce_SOURCES = tests/unit/test_reduce.c
 tests_unit_test_reduce_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_unit_test_reduce_LDADD = $(TEST_UNIT_LDADD)
+tests_unit_test_reduce_nt_SOURCES = tests/unit/test_reduce_nt.c
+tests_unit_test_reduce_nt_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_unit_test_reduce_nt_LDADD = $(TEST_UNIT_LDADD)
 tests_unit_test_params_SOURCES = tests/unit/test_params.c
 tests_unit_test_params_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_unit_test_params_LDADD = $(TEST_UNIT_LDADD)
@@ -128,7 +131,7 @@ tests_mp_test_args_SOURCES = tests/mp/test_args.c
 tests_mp_test_args_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_mp_test_args_LDADD = $(TEST_MP_LDADD)
 
-TESTS += tests/unit/test_reduce tests/unit/test_p2p_plan tests/unit/test_p2p_topo tests/unit/test_params tests/unit/test_log_filter \
+TESTS += tests/unit/test_reduce tests/unit/test_reduce_nt tests/unit/test_p2p_plan tests/unit/test_p2p_topo tests/unit/test_params tests/unit/test_log_filter \
     tests/unit/test_sched_matrix tests/unit/test_sched_struct tests/unit/test_sched_registry \
     tests/unit/test_env tests/unit/test_win_sched tests/unit/test_topo tests/unit/test_topo_sysfs \
     tests/unit/test_topo_ring tests/unit/test_topo_nic tests/unit/test_auth \

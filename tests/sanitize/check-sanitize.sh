@@ -11,8 +11,8 @@ set -u
 srcdir=$(cd "${1:-.}" && pwd)
 builddir=$(pwd)
 top=$builddir/sanitize-build
-SAN_TESTS=${SAN_TESTS:-"tests/unit/test_reduce tests/unit/test_params tests/unit/test_sched_struct
-    tests/unit/test_auth tests/unit/test_env tests/mp/test_allreduce tests/mp/test_allgather
+SAN_TESTS=${SAN_TESTS:-"tests/unit/test_reduce tests/unit/test_reduce_nt tests/unit/test_params
+    tests/unit/test_sched_struct tests/unit/test_auth tests/unit/test_env tests/mp/test_allreduce tests/mp/test_allgather
     tests/mp/test_reduce_scatter tests/mp/test_broadcast tests/mp/test_split tests/mp/test_p2p
     tests/mp/test_args tests/mp/test_failures tests/mp/test_diag tests/mp/test_soak
     tests/mp/test_register"}

@@ -3,8 +3,7 @@
  * Unit test of the reduction kernels: every dtype x op on several sizes and alignments against a
  * scalar reference written independently here (fp16/bf16 decoded with ldexp and rounded with
  * floor, not with the library's bit tricks), exact aliasing, all 65536 fp16 and bf16 patterns,
- * rounding ties, the AVG division, and the streamed reductions (reduce_nt.c) against the kernels
- * chained.
+ * rounding ties, and the AVG division. Links only src/reduce/reduce.c.
  */
 #include "reduce/reduce.h"
 
@@ -747,95 +746,9 @@ static void test_div(void)
     }
 }
 
-/* ---- streamed reductions (reduce_nt.c) against chained coll_reduce3 ---- */
-
-/* One case: nin inputs of n elements reduced into nout 16-byte aligned outputs (with alias,
- * output 0 is input 0 itself and the last output the last input, as where ranks run in
- * place), compared bit for bit with coll_reduce3 chained in input order
- * (checked against the reference above) and, for AVG, coll_reduce_div; the bytes after every
- * output stay untouched. */
-static void test_nt_case(coll_dtype_t dt, coll_redop_t op, int nin, int nout, size_t n, int alias)
-{
-    size_t   sz = test_dtype_size(dt), bytes = n * sz;
-    void    *in[5], *out[3], *want = NULL;
-    uint8_t *mem[8];
-    int      nm = 0;
-
-    for (int q = 0; q < nin; q++) {
-        ASSERT_TRUE(posix_memalign(&in[q], 64, bytes + GUARD_BYTES) == 0);
-        mem[nm++] = in[q];
-        gen_fill(dt, in[q], n);
-        memset((uint8_t *)in[q] + bytes, GUARD_FILL, GUARD_BYTES);
-    }
-    ASSERT_TRUE(posix_memalign(&want, 64, bytes + 16) == 0);
-    coll_redop_t plain = op == COLL_AVG ? COLL_SUM : op;
-    if (nin == 1) {
-        memcpy(want, in[0], bytes);
-    } else {
-        coll_reduce3(dt, plain, want, in[0], in[1], n);
-    }
-    for (int q = 2; q < nin; q++) {
-        coll_reduce3(dt, plain, want, want, in[q], n);
-    }
-    if (op == COLL_AVG) {
-        coll_reduce_div(dt, want, n, nin);
-    }
-    for (int k = 0; k < nout; k++) {
-        if (alias && (k == 0 || k == nout - 1)) {
-            out[k] = k == 0 ? in[0] : in[nin - 1];
-            continue;
-        }
-        ASSERT_TRUE(posix_memalign(&out[k], 64, bytes + GUARD_BYTES) == 0);
-        mem[nm++] = out[k];
-        memset(out[k], 0x5a, bytes + GUARD_BYTES);
-        memset((uint8_t *)out[k] + bytes, GUARD_FILL, GUARD_BYTES);
-    }
-    ASSERT_TRUE(coll_reduce_nt_fits(out, nout));
-    coll_reduce_nt(dt, op, (const void *const *)in, nin, nin, out, nout, n);
-    for (int k = 0; k < nout; k++) {
-        ASSERT_(memcmp(out[k], want, bytes) == 0,
-                "coll_reduce_nt %s %s: %d inputs, output %d of %d, n=%zu%s: differs from "
-                "coll_reduce3 chained",
-                dtype_names[dt], op_names[op], nin, k, nout, n, alias ? " (in place)" : "");
-        for (size_t i = 0; i < GUARD_BYTES; i++) {
-            ASSERT_(((uint8_t *)out[k])[bytes + i] == GUARD_FILL,
-                    "coll_reduce_nt %s: write past element %zu of output %d", dtype_names[dt], n,
-                    k);
-        }
-        test_checks++;
-    }
-    for (int i = 0; i < nm; i++) {
-        free(mem[i]);
-    }
-    free(want);
-}
-
-static void test_streamed(void)
-{
-    static const size_t       sizes[] = {0, 1, 7, 127, 128, 129, 1000, 4099};
-    static const coll_redop_t ops[]   = {COLL_SUM, COLL_PROD, COLL_MIN, COLL_MAX, COLL_AVG};
-    static const int          nins[]  = {1, 2, 3, 5};
-
-    for (int dt = 0; dt < COLL_DTYPE_COUNT; dt++) {
-        for (size_t o = 0; o < TEST_LEN(ops); o++) {
-            for (size_t s = 0; s < TEST_LEN(sizes); s++) {
-                for (size_t k = 0; k < TEST_LEN(nins); k++) {
-                    test_nt_case((coll_dtype_t)dt, ops[o], nins[k], 1, sizes[s], 0);
-                    test_nt_case((coll_dtype_t)dt, ops[o], nins[k], 3, sizes[s], nins[k] >= 2);
-                }
-            }
-        }
-    }
-    /* an output off the 16-byte grid is refused, not streamed */
-    char  buf[64] __attribute__((aligned(16)));
-    void *odd[2] = {buf, buf + 4};
-    ASSERT_TRUE(coll_reduce_nt_fits(odd, 1) && !coll_reduce_nt_fits(odd, 2));
-}
-
 int main(void)
 {
     test_kernels();
-    test_streamed();
     test_semantics();
     test_roundtrip_all(COLL_FLOAT16);
     test_roundtrip_all(COLL_BFLOAT16);
@@ -843,7 +756,7 @@ int main(void)
     test_narrow_sweep();
     test_div();
     printf("test_reduce: ok, %ld checks (%d dtypes x %zu ops x %zu sizes, aliasing, "
-           "streamed, all fp16/bf16 patterns, ties, div)\n",
+           "all fp16/bf16 patterns, ties, div)\n",
            test_checks, (int)COLL_DTYPE_COUNT, TEST_LEN(test_ops), TEST_LEN(test_sizes));
     return 0;
 }
