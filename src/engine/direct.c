@@ -133,18 +133,12 @@ void coll_direct_slice(const coll_args_t *a, int n, int r, size_t *lo, size_t *h
     *hi          = *lo + chunk < a->count ? *lo + chunk : a->count;
 }
 
-/* Whether a call whose output has total bytes writes it past the caches (non-temporal
- * stores): from COLL_DIRECT_STREAM_MIN bytes. */
-static int direct_streams(size_t total)
-{
-    size_t min = coll_param_size(COLL_P_DIRECT_STREAM_MIN);
-    return min != 0 && total >= min;
-}
-
-/* Copy n bytes of a call whose output has total bytes (direct_streams). */
+/* Copy n bytes of a call whose output has total bytes: past the caches (non-temporal stores)
+ * when the output is at least COLL_DIRECT_STREAM_MIN bytes. */
 static void direct_copy(char *dst, const char *src, size_t n, size_t total)
 {
-    if (direct_streams(total)) {
+    size_t min = coll_param_size(COLL_P_DIRECT_STREAM_MIN);
+    if (min != 0 && total >= min) {
         coll_copy_stream(dst, src, n);
     } else {
         memcpy(dst, src, n);
@@ -163,30 +157,25 @@ static void direct_log(coll_comm_t *comm, const coll_args_t *a, int cma)
     }
 }
 
-/* Out of place from COLL_DIRECT_STREAM_REDUCE_MIN written bytes: elements from off of every input,
- * as many as this rank reduces (its slice of an all-reduce, its block of a reduce-scatter), reduced
- * in rank order and streamed into the nout outputs y at once, when they are all 16-byte aligned; 0
- * where not (the caller reduces in blocks). In place the own output's lines were just read as the
- * input and cost no extra read: the blocks are faster. */
+/* Out of place from COLL_DIRECT_STREAM_REDUCE_MIN written bytes: count elements from off of
+ * every input (this rank's slice of an all-reduce, its block of a reduce-scatter), reduced in
+ * rank order and streamed into the nout outputs y at once, when they are all 16-byte aligned;
+ * 0 where not (the caller reduces in blocks). In place the own output's lines were just read
+ * as the input and cost no extra read: the blocks are faster. */
 static int direct_reduce_nt(coll_comm_t *comm, const coll_args_t *a, int n, const char *const *xin,
-                            size_t off, void *const *y, int nout, size_t out)
+                            size_t off, size_t count, void *const *y, int nout, size_t out)
 {
-    size_t      es = coll_dtype_size(a->dtype), count = a->count, lo, hi;
+    size_t es = coll_dtype_size(a->dtype), min = coll_param_size(COLL_P_DIRECT_STREAM_REDUCE_MIN);
     const void *x[COLL_MAX_LOCAL_DIRECT];
     uint32_t    bit = 1u << (31 - a->coll); /* comm->direct_logged: above the per-path bits */
 
-    size_t min = coll_param_size(COLL_P_DIRECT_STREAM_REDUCE_MIN);
     if (a->in_place || min == 0 || out < min || !coll_reduce_nt_fits(y, nout)) {
         return 0;
-    }
-    if (a->coll == COLL_OP_ALLREDUCE) {
-        coll_direct_slice(a, n, comm->rank, &lo, &hi);
-        count = hi - lo;
     }
     for (int q = 0; q < n; q++) {
         x[q] = xin[q] + off * es;
     }
-    coll_reduce_nt(a->dtype, a->op, x, n, n, y, nout, count);
+    coll_reduce_nt(a->dtype, a->op, x, n, y, nout, count);
     if ((comm->direct_logged & bit) == 0) {
         comm->direct_logged |= bit;
         coll_info(ALGO, "rank %d: %s of %zu bytes: direct, reduced and streamed", comm->rank,
@@ -208,7 +197,7 @@ static void direct_allreduce_push(coll_comm_t *comm, const coll_args_t *a, int n
         for (int q = 0; q < n; q++) {
             y[q] = xout[(me + q) % n] + lo * es; /* outputs from the own one on */
         }
-        if (direct_reduce_nt(comm, a, n, xin, lo, y, n, out)) {
+        if (direct_reduce_nt(comm, a, n, xin, lo, hi - lo, y, n, out)) {
             return;
         }
     }
@@ -268,7 +257,7 @@ static coll_result_t direct_registered(coll_comm_t *comm, const coll_args_t *a, 
         }
         break;
     case COLL_OP_REDUCE_SCATTER:
-        if (!direct_reduce_nt(comm, a, n, xin, (size_t)me * a->count, &recvbuf, 1, out)) {
+        if (!direct_reduce_nt(comm, a, n, xin, (size_t)me * a->count, a->count, &recvbuf, 1, out)) {
             direct_reduce(a, n, me, recvbuf, xin, (size_t)me * a->count, a->count);
         }
         break;

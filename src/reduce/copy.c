@@ -12,6 +12,29 @@
 #include <emmintrin.h>
 #endif
 
+void coll_copy_stream_lines(void *dst, const void *src, size_t n)
+{
+#if defined(__SSE2__)
+    char       *d = dst;
+    const char *s = src;
+    for (; n >= 64; n -= 64, d += 64, s += 64) {
+        __m128i x0 = _mm_loadu_si128((const __m128i *)s);
+        __m128i x1 = _mm_loadu_si128((const __m128i *)(s + 16));
+        __m128i x2 = _mm_loadu_si128((const __m128i *)(s + 32));
+        __m128i x3 = _mm_loadu_si128((const __m128i *)(s + 48));
+        _mm_stream_si128((__m128i *)d, x0);
+        _mm_stream_si128((__m128i *)(d + 16), x1);
+        _mm_stream_si128((__m128i *)(d + 32), x2);
+        _mm_stream_si128((__m128i *)(d + 48), x3);
+    }
+    for (; n >= 16; n -= 16, d += 16, s += 16) {
+        _mm_stream_si128((__m128i *)d, _mm_loadu_si128((const __m128i *)s));
+    }
+#else
+    memcpy(dst, src, n);
+#endif
+}
+
 void coll_copy_stream(void *dst, const void *src, size_t n)
 {
 #if defined(__SSE2__)
@@ -27,17 +50,8 @@ void coll_copy_stream(void *dst, const void *src, size_t n)
     d += head;
     s += head;
     n -= head;
-    for (; n >= 64; n -= 64, d += 64, s += 64) {
-        __m128i x0 = _mm_loadu_si128((const __m128i *)s);
-        __m128i x1 = _mm_loadu_si128((const __m128i *)(s + 16));
-        __m128i x2 = _mm_loadu_si128((const __m128i *)(s + 32));
-        __m128i x3 = _mm_loadu_si128((const __m128i *)(s + 48));
-        _mm_stream_si128((__m128i *)d, x0);
-        _mm_stream_si128((__m128i *)(d + 16), x1);
-        _mm_stream_si128((__m128i *)(d + 32), x2);
-        _mm_stream_si128((__m128i *)(d + 48), x3);
-    }
-    memcpy(d, s, n);
+    coll_copy_stream_lines(d, s, n & ~(size_t)63);
+    memcpy(d + (n & ~(size_t)63), s + (n & ~(size_t)63), n & 63);
     _mm_sfence(); /* the streamed lines are visible before anything published after */
 #else
     memcpy(dst, src, n);

@@ -23,13 +23,15 @@ void coll_reduce_div(coll_dtype_t dtype, void *buf, size_t count, int n);
 /* copy.c: memcpy with non-temporal stores (where the target has them; memcpy elsewhere and
  * below 4 KiB), fenced: for destinations larger than the caches. */
 void coll_copy_stream(void *dst, const void *src, size_t n);
+/* Its loop alone: n bytes (a multiple of 16) into the 16-byte aligned dst, unfenced. */
+void coll_copy_stream_lines(void *dst, const void *src, size_t n);
 
 /* reduce_nt.c: out[k][i] = in[0][i] op in[1][i] op ... op in[nin - 1][i] (in that order, the same
  * bits as coll_reduce3 chained) for every k < nout and i < count, written with non-temporal
- * stores: for outputs too large to stay in the cache. AVG sums, then divides by avg. An output
+ * stores: for outputs too large to stay in the cache. AVG sums, then divides by nin. An output
  * may be one of the inputs exactly (each step reads its elements of every input before it
  * writes them); every output must be 16-byte aligned (coll_reduce_nt_fits). Fenced. */
-void coll_reduce_nt(coll_dtype_t dtype, coll_redop_t op, const void *const *in, int nin, int avg,
+void coll_reduce_nt(coll_dtype_t dtype, coll_redop_t op, const void *const *in, int nin,
                     void *const *out, int nout, size_t count);
 int  coll_reduce_nt_fits(void *const *out, int nout);
 

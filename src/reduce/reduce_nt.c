@@ -12,33 +12,10 @@
 #include <stdint.h>
 #include <string.h>
 #if defined(__SSE2__)
-#include <emmintrin.h>
+#include <emmintrin.h> /* _mm_sfence */
 #endif
 
 #define STREAM_CHUNK 512 /* bytes per step: 2-4 KiB were slower on the machine measured */
-
-/* n bytes (a multiple of 16) from the cached src to the 16-byte aligned dst, unfenced. */
-static void stream_chunk(char *dst, const char *src, size_t n)
-{
-#if defined(__SSE2__)
-    size_t i = 0;
-    for (; i + 64 <= n; i += 64) {
-        __m128i x0 = _mm_load_si128((const __m128i *)(src + i));
-        __m128i x1 = _mm_load_si128((const __m128i *)(src + i + 16));
-        __m128i x2 = _mm_load_si128((const __m128i *)(src + i + 32));
-        __m128i x3 = _mm_load_si128((const __m128i *)(src + i + 48));
-        _mm_stream_si128((__m128i *)(dst + i), x0);
-        _mm_stream_si128((__m128i *)(dst + i + 16), x1);
-        _mm_stream_si128((__m128i *)(dst + i + 32), x2);
-        _mm_stream_si128((__m128i *)(dst + i + 48), x3);
-    }
-    for (; i < n; i += 16) {
-        _mm_stream_si128((__m128i *)(dst + i), _mm_load_si128((const __m128i *)(src + i)));
-    }
-#else
-    memcpy(dst, src, n);
-#endif
-}
 
 int coll_reduce_nt_fits(void *const *out, int nout)
 {
@@ -50,7 +27,7 @@ int coll_reduce_nt_fits(void *const *out, int nout)
     return 1;
 }
 
-void coll_reduce_nt(coll_dtype_t dtype, coll_redop_t op, const void *const *in, int nin, int avg,
+void coll_reduce_nt(coll_dtype_t dtype, coll_redop_t op, const void *const *in, int nin,
                     void *const *out, int nout, size_t count)
 {
     _Alignas(64) unsigned char acc[STREAM_CHUNK];
@@ -69,12 +46,12 @@ void coll_reduce_nt(coll_dtype_t dtype, coll_redop_t op, const void *const *in, 
         for (int q = 2; q < nin; q++) {
             coll_reduce3(dtype, plain, acc, acc, (const char *)in[q] + b, m);
         }
-        if (op == COLL_AVG && avg > 1) {
-            coll_reduce_div(dtype, acc, m, avg);
+        if (op == COLL_AVG) {
+            coll_reduce_div(dtype, acc, m, nin);
         }
         size_t whole = len & ~(size_t)15; /* a tail under 16 bytes is stored plainly */
         for (int k = 0; k < nout; k++) {
-            stream_chunk((char *)out[k] + b, (const char *)acc, whole);
+            coll_copy_stream_lines((char *)out[k] + b, acc, whole);
             memcpy((char *)out[k] + b + whole, acc + whole, len - whole);
         }
     }

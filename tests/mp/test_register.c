@@ -10,9 +10,10 @@
  * errors, and one rank's bad buffer failing the registration on every rank; a rank killed inside a
  * direct all-reduce makes the others fail within COLL_TIMEOUT; ranks that deregister at different
  * points get a mismatch; pushing (the default) and reading (COLL_DIRECT_PUSH=0), plain and
- * non-temporal copies. It does not measure speed. Longer than the style's 800 lines: one program
- * for the whole feature, whose cases share the buffers, the log counting and the expected values.
- * Usage: test_register [-n N]
+ * non-temporal copies, and the reductions streamed out of place where the outputs are 16-byte
+ * aligned ("direct, reduced and streamed"). It does not measure speed. Longer than the style's 800
+ * lines: one program for the whole feature, whose cases share the buffers, the log counting and the
+ * expected values. Usage: test_register [-n N]
  */
 #include "coll_test.h"
 #include "mp_data.h"

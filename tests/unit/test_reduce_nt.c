@@ -75,7 +75,7 @@ static void nt_case(coll_dtype_t dt, coll_redop_t op, int nin, int nout, size_t 
         }
     }
     ASSERT_TRUE(coll_reduce_nt_fits(out, nout));
-    coll_reduce_nt(dt, op, (const void *const *)in, nin, nin, out, nout, n);
+    coll_reduce_nt(dt, op, (const void *const *)in, nin, out, nout, n);
     for (int k = 0; k < nout; k++) {
         ASSERT_(memcmp(out[k], want, bytes) == 0,
                 "dtype %d op %d: %d inputs, output %d of %d, n=%zu%s: differs from the kernels "
