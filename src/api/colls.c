@@ -85,6 +85,25 @@ static coll_result_t colls_start_ex(coll_comm_t *comm, const char *fn, coll_args
     return st;
 }
 
+int coll_call_runs_inline(coll_comm_t *comm, int coll, const void *sendbuf, void *recvbuf,
+                          size_t count, coll_dtype_t dtype, coll_redop_t op)
+{
+    coll_args_t a = {.coll = coll, .count = count, .dtype = dtype, .op = op, .root = -1};
+    int         yes;
+
+    if ((coll != COLL_OP_ALLREDUCE && coll != COLL_OP_REDUCE_SCATTER &&
+         coll != COLL_OP_ALLGATHER) ||
+        coll_check_call(comm, "coll_call_runs_inline", &a, sendbuf, recvbuf) != COLL_OK ||
+        coll_cuda_call_on_device(comm, &a, sendbuf, recvbuf)) {
+        return 0;
+    }
+    pthread_mutex_lock(&comm->lock);
+    yes =
+        comm->error == COLL_OK && (coll_small_eligible(comm, &a) || coll_direct_eligible(comm, &a));
+    pthread_mutex_unlock(&comm->lock);
+    return yes;
+}
+
 static coll_result_t colls_start(coll_comm_t *comm, const char *fn, coll_args_t *a,
                                  const void *sendbuf, void *recvbuf, coll_request_t **req_p)
 {

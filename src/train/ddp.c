@@ -30,9 +30,10 @@ typedef struct {
     struct coll_ddp   *ddp;
     coll_dtype_t       dtype; /* of the gradients */
     size_t             count;
-    void              *flat;   /* gradients of the bucket, contiguous */
-    void              *wire;   /* wire-dtype copy when converting, else NULL */
-    int                lo, hi; /* parameter indices lo..hi (inclusive) */
+    void              *flat;                     /* gradients of the bucket, contiguous */
+    void              *wire;                     /* wire-dtype copy when converting, else NULL */
+    int                flat_shared, wire_shared; /* from coll_mem_alloc (coll_train_buffer_alloc) */
+    int                lo, hi;                   /* parameter indices lo..hi (inclusive) */
     int                nready;
     int                launched;
     coll_bucket_comm_t comm_op;
@@ -137,6 +138,14 @@ COLL_API coll_result_t coll_ddp_create(coll_comm_t *comm, const coll_ddp_config_
     return COLL_OK;
 }
 
+static void ddp_free_buffers(coll_ddp_t *ddp)
+{
+    for (int b = 0; b < ddp->nbuckets && ddp->buckets != NULL; b++) {
+        coll_train_buffer_free(ddp->buckets[b].flat, ddp->buckets[b].flat_shared);
+        coll_train_buffer_free(ddp->buckets[b].wire, ddp->buckets[b].wire_shared);
+    }
+}
+
 COLL_API coll_result_t coll_ddp_destroy(coll_ddp_t *ddp)
 {
     coll_result_t st;
@@ -150,11 +159,8 @@ COLL_API coll_result_t coll_ddp_destroy(coll_ddp_t *ddp)
             coll_compress_destroy(ddp->buckets[b].compress);
         }
     }
-    st = coll_train_worker_fini(&ddp->worker);
-    for (int b = 0; b < ddp->nbuckets; b++) {
-        coll_free(ddp->buckets[b].flat);
-        coll_free(ddp->buckets[b].wire);
-    }
+    st = coll_train_worker_fini(&ddp->worker); /* ends the buffers' registrations */
+    ddp_free_buffers(ddp);
     coll_free(ddp->buckets);
     coll_free(ddp->params);
     coll_free(ddp);
@@ -284,7 +290,7 @@ static coll_result_t ddp_build(coll_ddp_t *ddp, const char *fn)
     for (int k = 0; k < nb; k++) {
         ddp_bucket_t *b  = &ddp->buckets[k];
         size_t        es = coll_dtype_size(b->dtype);
-        b->flat          = coll_calloc(b->count, es, "ddp bucket");
+        b->flat          = coll_train_buffer_alloc(b->count * es, &b->flat_shared);
         if (b->flat == NULL) {
             goto oom;
         }
@@ -298,11 +304,22 @@ static coll_result_t ddp_build(coll_ddp_t *ddp, const char *fn)
             }
         }
         if (b->dtype == COLL_FLOAT32 && ddp->cfg.wire_dtype != COLL_FLOAT32) {
-            b->wire = coll_calloc(b->count, 2, "ddp wire");
+            b->wire = coll_train_buffer_alloc(b->count * 2, &b->wire_shared);
             if (b->wire == NULL) {
                 goto oom;
             }
             ddp->stats.buffer_bytes += b->count * 2;
+        }
+    }
+    for (int k = 0; k < nb; k++) { /* all-reduced in place: the direct path on one host */
+        ddp_bucket_t *b      = &ddp->buckets[k];
+        void         *buf    = b->wire != NULL ? b->wire : b->flat;
+        int           shared = b->wire != NULL ? b->wire_shared : b->flat_shared;
+        if (shared &&
+            coll_train_worker_share(&ddp->worker, buf,
+                                    b->count * (b->wire != NULL ? 2 : coll_dtype_size(b->dtype))) !=
+                COLL_OK) {
+            goto oom;
         }
     }
     coll_info(TRAIN, "ddp: %d parameters in %d buckets (cap %zu bytes)", n, nb,
@@ -311,10 +328,8 @@ static coll_result_t ddp_build(coll_ddp_t *ddp, const char *fn)
     return COLL_OK;
 oom:
     coll_free(bytes), coll_free(key), coll_free(bucket);
-    for (int b = 0; b < nb && ddp->buckets != NULL; b++) {
-        coll_free(ddp->buckets[b].flat);
-        coll_free(ddp->buckets[b].wire);
-    }
+    coll_train_worker_unshare(&ddp->worker);
+    ddp_free_buffers(ddp);
     coll_free(ddp->buckets);
     ddp->buckets  = NULL;
     ddp->nbuckets = 0;

@@ -2,8 +2,10 @@
 /*
  * Internals shared by the training layer (DDP, ZeRO): the progress worker that runs the
  * layer's collectives on a thread of its own, fp32 <-> fp16/bf16 conversion, argument errors.
- * The layer communicates only through the public coll.h calls; from the library it uses the
- * platform layer alone (logging, the thread's last-error message, allocation).
+ * The layer communicates through the public coll.h calls, and asks the library one thing more:
+ * whether a call would run inline among the ranks of one host (coll_call_runs_inline, which
+ * matches only blocking calls, so the worker makes it blocking); besides, it uses the platform
+ * layer alone (logging, the thread's last-error message, allocation).
  */
 #ifndef COLL_TRAIN_TRAIN_H
 #define COLL_TRAIN_TRAIN_H
@@ -62,6 +64,9 @@ typedef struct {
     unsigned long   submitted; /* ops submitted and finished (under lock): equal when idle */
     unsigned long   finished;
     atomic_ullong   wire_bytes; /* ring-model bytes sent by this rank */
+    void          **share_buf;  /* buffers to register with comm before the next op */
+    size_t         *share_bytes;
+    int             nshare, cap_share;
 } train_worker_t;
 
 /* Collective: split comm into the worker's own communicator and start the thread. */
@@ -69,6 +74,19 @@ coll_result_t coll_train_worker_init(train_worker_t *w, coll_comm_t *comm, const
 /* Collective: stop the thread (after every submitted op) and destroy the communicator. */
 coll_result_t coll_train_worker_fini(train_worker_t *w);
 void          coll_train_worker_submit(train_worker_t *w, train_op_t *op);
+/* Register [buf, buf + bytes) (coll_mem_alloc memory) with the worker's communicator before the
+ * worker's next op, so that calls on it among the ranks of one host take the direct path
+ * (src/engine/direct.c). Every rank shares the same buffers in the same order (the registration
+ * is collective); where any rank's is refused the buffers stay unregistered, alike on every
+ * rank. The registrations end with the communicator (coll_train_worker_fini); the buffers must
+ * live until then. COLL_ERR_NO_MEMORY when the list cannot grow (nothing is shared then). */
+coll_result_t coll_train_worker_share(train_worker_t *w, void *buf, size_t bytes);
+/* Drop the shares not registered yet (their buffers are about to be freed). */
+void coll_train_worker_unshare(train_worker_t *w);
+/* Memory for a buffer of the layer's collectives: coll_mem_alloc (shareable, *shared_p 1), else
+ * zeroed heap memory (*shared_p 0); NULL when neither. Freed by coll_train_buffer_free. */
+void *coll_train_buffer_alloc(size_t bytes, int *shared_p);
+void  coll_train_buffer_free(void *p, int shared);
 /* Block until op is done; returns its status. */
 coll_result_t coll_train_worker_wait(train_worker_t *w, train_op_t *op);
 /* 1 if op is done (never blocks). */

@@ -8,10 +8,13 @@
  */
 #include "config.h"
 #include "train/train.h"
+#include "api/check.h"
 #include "error.h"
 #include "log.h"
+#include "util.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -41,10 +44,24 @@ coll_result_t coll_train_error_at(const char *file, int line, coll_result_t st, 
 
 /* ---- the worker thread ---- */
 
-static coll_result_t worker_start_op(train_worker_t *w, train_op_t *op)
+/* Whether op runs inline as a blocking call (the small-call or direct path among the ranks of one
+ * host, which matches only blocking calls): every rank decides alike. */
+static int worker_inline(train_worker_t *w, const train_op_t *op)
 {
-    size_t bytes = op->count * coll_dtype_size(op->dtype);
-    size_t n     = (size_t)w->nranks;
+    int coll = op->kind == TRAIN_OP_ALLREDUCE        ? COLL_OP_ALLREDUCE
+               : op->kind == TRAIN_OP_REDUCE_SCATTER ? COLL_OP_REDUCE_SCATTER
+               : op->kind == TRAIN_OP_ALLGATHER      ? COLL_OP_ALLGATHER
+                                                     : -1;
+    return coll >= 0 && coll_call_runs_inline(w->comm, coll, op->sendbuf, op->recvbuf, op->count,
+                                              op->dtype, op->redop);
+}
+
+/* Start op, or with blocking run it to the end (then op->req stays NULL). */
+static coll_result_t worker_start_op(train_worker_t *w, train_op_t *op, int blocking)
+{
+    size_t           bytes = op->count * coll_dtype_size(op->dtype);
+    size_t           n     = (size_t)w->nranks;
+    coll_request_t **req   = blocking ? NULL : &op->req;
 
     if (op->before != NULL) {
         op->before(op);
@@ -53,15 +70,21 @@ static coll_result_t worker_start_op(train_worker_t *w, train_op_t *op)
     switch (op->kind) {
     case TRAIN_OP_ALLREDUCE:
         atomic_fetch_add(&w->wire_bytes, 2 * bytes * (n - 1) / n);
-        return coll_iallreduce(op->sendbuf, op->recvbuf, op->count, op->dtype, op->redop, w->comm,
-                               &op->req);
+        return req == NULL ? coll_allreduce(op->sendbuf, op->recvbuf, op->count, op->dtype,
+                                            op->redop, w->comm)
+                           : coll_iallreduce(op->sendbuf, op->recvbuf, op->count, op->dtype,
+                                             op->redop, w->comm, req);
     case TRAIN_OP_REDUCE_SCATTER:
         atomic_fetch_add(&w->wire_bytes, bytes * (n - 1));
-        return coll_ireduce_scatter(op->sendbuf, op->recvbuf, op->count, op->dtype, op->redop,
-                                    w->comm, &op->req);
+        return req == NULL ? coll_reduce_scatter(op->sendbuf, op->recvbuf, op->count, op->dtype,
+                                                 op->redop, w->comm)
+                           : coll_ireduce_scatter(op->sendbuf, op->recvbuf, op->count, op->dtype,
+                                                  op->redop, w->comm, req);
     case TRAIN_OP_ALLGATHER:
         atomic_fetch_add(&w->wire_bytes, bytes * (n - 1));
-        return coll_iallgather(op->sendbuf, op->recvbuf, op->count, op->dtype, w->comm, &op->req);
+        return req == NULL
+                   ? coll_allgather(op->sendbuf, op->recvbuf, op->count, op->dtype, w->comm)
+                   : coll_iallgather(op->sendbuf, op->recvbuf, op->count, op->dtype, w->comm, req);
     case TRAIN_OP_COMPRESS: {
         coll_compress_stats_t cs;
         coll_result_t         st = coll_compress_allreduce(op->compress, op->sendbuf, op->recvbuf);
@@ -92,6 +115,34 @@ static void worker_finish_op(train_worker_t *w, train_op_t *op, coll_result_t st
     pthread_mutex_unlock(&w->lock);
 }
 
+/* Register the buffers shared since the last op (coll_train_worker_share), in order. */
+static void worker_register_shared(train_worker_t *w)
+{
+    for (;;) {
+        void  *buf;
+        size_t bytes;
+        pthread_mutex_lock(&w->lock);
+        if (w->nshare == 0) {
+            pthread_mutex_unlock(&w->lock);
+            return;
+        }
+        buf   = w->share_buf[0];
+        bytes = w->share_bytes[0];
+        w->nshare--;
+        memmove(w->share_buf, w->share_buf + 1, (size_t)w->nshare * sizeof(*w->share_buf));
+        memmove(w->share_bytes, w->share_bytes + 1, (size_t)w->nshare * sizeof(*w->share_bytes));
+        pthread_mutex_unlock(&w->lock);
+        coll_reg_t   *reg;
+        coll_result_t st = coll_comm_register(w->comm, buf, bytes, &reg);
+        if (st != COLL_OK) { /* alike on every rank: the buffer keeps the copying paths */
+            coll_info(TRAIN,
+                      "rank %d: a %zu-byte buffer of the training layer stays "
+                      "unregistered: %s",
+                      w->rank, bytes, coll_comm_last_error(w->comm));
+        }
+    }
+}
+
 static void *worker_main(void *arg)
 {
     train_worker_t *w        = arg;
@@ -109,14 +160,29 @@ static void *worker_main(void *arg)
         train_op_t *batch = w->head;
         w->head = w->tail = NULL;
         pthread_mutex_unlock(&w->lock);
-        /* start everything submitted so far (order = submission order on every rank) */
+        if (inflight == NULL) { /* ops of every rank come after the same registrations */
+            worker_register_shared(w);
+        }
+        /* start everything submitted so far (order = submission order on every rank); a call
+         * that runs inline, and a compressed all-reduce (blocking calls of its own), first end
+         * the ones in flight, then run to the end */
         while (batch != NULL) {
             train_op_t   *op = batch;
             coll_result_t st;
-            batch    = op->next;
-            op->next = NULL;
-            st       = worker_start_op(w, op);
-            if (st != COLL_OK || op->kind == TRAIN_OP_COMPRESS) { /* failed, or already done */
+            int           blocking = op->kind == TRAIN_OP_COMPRESS || worker_inline(w, op);
+            batch                  = op->next;
+            op->next               = NULL;
+            while (blocking && inflight != NULL) {
+                train_op_t *done = inflight;
+                inflight         = done->next;
+                done->next       = NULL;
+                worker_finish_op(w, done, coll_wait(done->req));
+            }
+            if (blocking) {
+                last = NULL;
+            }
+            st = worker_start_op(w, op, blocking);
+            if (st != COLL_OK || blocking) { /* failed, or run to the end */
                 worker_finish_op(w, op, st);
                 continue;
             }
@@ -176,12 +242,64 @@ coll_result_t coll_train_worker_fini(train_worker_t *w)
     pthread_cond_broadcast(&w->cv_work);
     pthread_mutex_unlock(&w->lock);
     pthread_join(w->thread, NULL);
-    st = coll_comm_destroy(w->comm);
+    st = coll_comm_destroy(w->comm); /* ends the registrations */
+    coll_free(w->share_buf);
+    coll_free(w->share_bytes);
     pthread_mutex_destroy(&w->lock);
     pthread_cond_destroy(&w->cv_work);
     pthread_cond_destroy(&w->cv_done);
     w->started = 0;
     return st;
+}
+
+coll_result_t coll_train_worker_share(train_worker_t *w, void *buf, size_t bytes)
+{
+    coll_result_t st = COLL_OK;
+    pthread_mutex_lock(&w->lock);
+    if (w->nshare == w->cap_share) {
+        int     cap = w->cap_share ? 2 * w->cap_share : 8;
+        void  **b   = realloc(w->share_buf, (size_t)cap * sizeof(*b));
+        size_t *n   = b != NULL ? realloc(w->share_bytes, (size_t)cap * sizeof(*n)) : NULL;
+        if (b != NULL) {
+            w->share_buf = b;
+        }
+        if (n != NULL) {
+            w->share_bytes = n;
+            w->cap_share   = cap;
+        } else {
+            st = COLL_ERR_NO_MEMORY;
+        }
+    }
+    if (st == COLL_OK) {
+        w->share_buf[w->nshare]   = buf;
+        w->share_bytes[w->nshare] = bytes;
+        w->nshare++;
+    }
+    pthread_mutex_unlock(&w->lock);
+    return st;
+}
+
+void coll_train_worker_unshare(train_worker_t *w)
+{
+    pthread_mutex_lock(&w->lock);
+    w->nshare = 0;
+    pthread_mutex_unlock(&w->lock);
+}
+
+void *coll_train_buffer_alloc(size_t bytes, int *shared_p)
+{
+    void *p   = NULL;
+    *shared_p = coll_mem_alloc(&p, bytes) == COLL_OK; /* zeroed */
+    return *shared_p ? p : coll_calloc(1, bytes, "training-layer buffer");
+}
+
+void coll_train_buffer_free(void *p, int shared)
+{
+    if (shared) {
+        coll_mem_free(p);
+    } else {
+        coll_free(p);
+    }
 }
 
 void coll_train_worker_submit(train_worker_t *w, train_op_t *op)

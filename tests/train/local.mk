@@ -19,3 +19,9 @@ TESTS += tests/train/test_compress
 tests_train_test_compress_SOURCES = tests/train/test_compress.c
 tests_train_test_compress_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_train_test_compress_LDADD = $(TEST_MP_LDADD)
+# DDP on one host: registered buckets, inline (direct path) and in-flight all-reduces mixed.
+check_PROGRAMS += tests/train/test_ddp_direct
+TESTS += tests/train/test_ddp_direct
+tests_train_test_ddp_direct_SOURCES = tests/train/test_ddp_direct.c
+tests_train_test_ddp_direct_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_train_test_ddp_direct_LDADD = $(TEST_MP_LDADD)
