@@ -288,9 +288,11 @@ static coll_result_t ddp_build(coll_ddp_t *ddp, const char *fn)
         b->count += ddp->params[i].count;
     }
     for (int k = 0; k < nb; k++) {
-        ddp_bucket_t *b  = &ddp->buckets[k];
-        size_t        es = coll_dtype_size(b->dtype);
-        b->flat          = coll_train_buffer_alloc(b->count * es, &b->flat_shared);
+        ddp_bucket_t *b    = &ddp->buckets[k];
+        size_t        es   = coll_dtype_size(b->dtype);
+        int           wire = b->dtype == COLL_FLOAT32 && ddp->cfg.wire_dtype != COLL_FLOAT32;
+        b->flat            = wire ? coll_calloc(b->count, es, "ddp bucket") /* not communicated */
+                                  : coll_train_buffer_alloc(b->count * es, &b->flat_shared);
         if (b->flat == NULL) {
             goto oom;
         }
@@ -303,7 +305,7 @@ static coll_result_t ddp_build(coll_ddp_t *ddp, const char *fn)
                 ddp->stats.grad_bytes -= ddp->params[i].count * es;
             }
         }
-        if (b->dtype == COLL_FLOAT32 && ddp->cfg.wire_dtype != COLL_FLOAT32) {
+        if (wire) {
             b->wire = coll_train_buffer_alloc(b->count * 2, &b->wire_shared);
             if (b->wire == NULL) {
                 goto oom;
@@ -311,14 +313,13 @@ static coll_result_t ddp_build(coll_ddp_t *ddp, const char *fn)
             ddp->stats.buffer_bytes += b->count * 2;
         }
     }
-    for (int k = 0; k < nb; k++) { /* all-reduced in place: the direct path on one host */
-        ddp_bucket_t *b      = &ddp->buckets[k];
-        void         *buf    = b->wire != NULL ? b->wire : b->flat;
-        int           shared = b->wire != NULL ? b->wire_shared : b->flat_shared;
-        if (shared &&
-            coll_train_worker_share(&ddp->worker, buf,
-                                    b->count * (b->wire != NULL ? 2 : coll_dtype_size(b->dtype))) !=
-                COLL_OK) {
+    /* all-reduced in place: registered, the direct path on one host. Every rank shares every
+     * bucket (one that is heap memory somewhere is refused alike on every rank). */
+    for (int k = 0; k < nb; k++) {
+        ddp_bucket_t *b   = &ddp->buckets[k];
+        void         *buf = b->wire != NULL ? b->wire : b->flat;
+        size_t        es  = b->wire != NULL ? 2 : coll_dtype_size(b->dtype);
+        if (coll_train_worker_share(&ddp->worker, buf, b->count * es) != COLL_OK) {
             goto oom;
         }
     }
@@ -343,18 +344,19 @@ static coll_result_t ddp_ensure_built(coll_ddp_t *ddp, const char *fn)
 
 static void ddp_launch(coll_ddp_t *ddp, ddp_bucket_t *b)
 {
-    int wire       = b->wire != NULL;
-    b->op.kind     = b->compress != NULL ? TRAIN_OP_COMPRESS : TRAIN_OP_ALLREDUCE;
-    b->op.compress = b->compress;
-    b->op.dtype    = wire ? ddp->cfg.wire_dtype : b->dtype;
-    b->op.count    = b->count;
-    b->op.redop    = ddp->cfg.sum ? COLL_SUM : COLL_AVG;
-    b->op.sendbuf  = wire ? b->wire : b->flat;
-    b->op.recvbuf  = wire ? b->wire : b->flat;
-    b->op.before   = ddp_bucket_before;
-    b->op.after    = ddp_bucket_after;
-    b->op.arg      = b;
-    b->launched    = 1;
+    int wire         = b->wire != NULL;
+    b->op.kind       = b->compress != NULL ? TRAIN_OP_COMPRESS : TRAIN_OP_ALLREDUCE;
+    b->op.compress   = b->compress;
+    b->op.may_inline = 1;
+    b->op.dtype      = wire ? ddp->cfg.wire_dtype : b->dtype;
+    b->op.count      = b->count;
+    b->op.redop      = ddp->cfg.sum ? COLL_SUM : COLL_AVG;
+    b->op.sendbuf    = wire ? b->wire : b->flat;
+    b->op.recvbuf    = wire ? b->wire : b->flat;
+    b->op.before     = ddp_bucket_before;
+    b->op.after      = ddp_bucket_after;
+    b->op.arg        = b;
+    b->launched      = 1;
     ddp->stats.payload_bytes += b->count * coll_dtype_size(b->op.dtype);
     coll_train_worker_submit(&ddp->worker, &b->op);
 }

@@ -38,6 +38,8 @@ typedef struct train_op {
     coll_compress_t *compress; /* COMPRESS: the bucket's compressor (on the worker's comm) */
     void (*before)(struct train_op *op); /* on the worker, before the start (pack, convert) */
     void (*after)(struct train_op *op);  /* on the worker, after completion (unpack, free) */
+    int may_inline; /* 1: where the library would run the call inline (one host), the worker
+                       ends the ops in flight and makes it blocking (DDP's buckets) */
     void            *arg;
     double           t_start; /* worker: when the collective was started */
     double           t_end;   /* worker: when it completed */
@@ -74,12 +76,14 @@ coll_result_t coll_train_worker_init(train_worker_t *w, coll_comm_t *comm, const
 /* Collective: stop the thread (after every submitted op) and destroy the communicator. */
 coll_result_t coll_train_worker_fini(train_worker_t *w);
 void          coll_train_worker_submit(train_worker_t *w, train_op_t *op);
-/* Register [buf, buf + bytes) (coll_mem_alloc memory) with the worker's communicator before the
- * worker's next op, so that calls on it among the ranks of one host take the direct path
- * (src/engine/direct.c). Every rank shares the same buffers in the same order (the registration
- * is collective); where any rank's is refused the buffers stay unregistered, alike on every
- * rank. The registrations end with the communicator (coll_train_worker_fini); the buffers must
- * live until then. COLL_ERR_NO_MEMORY when the list cannot grow (nothing is shared then). */
+/* Register [buf, buf + bytes) with the worker's communicator before the worker's next op, so
+ * that calls on it among the ranks of one host take the direct path (src/engine/direct.c).
+ * Every rank shares the same buffers in the same order while the worker is idle (the
+ * registration is collective, and then comes before the same op everywhere); a buffer that is
+ * not coll_mem_alloc memory on some rank is refused on every rank alike and stays unregistered.
+ * The registrations end with the communicator (coll_train_worker_fini); the buffers must live
+ * until then. COLL_ERR_INVALID_USAGE with ops in flight, COLL_ERR_NO_MEMORY when the list
+ * cannot grow; nothing is shared then. */
 coll_result_t coll_train_worker_share(train_worker_t *w, void *buf, size_t bytes);
 /* Drop the shares not registered yet (their buffers are about to be freed). */
 void coll_train_worker_unshare(train_worker_t *w);

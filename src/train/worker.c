@@ -52,8 +52,9 @@ static int worker_inline(train_worker_t *w, const train_op_t *op)
                : op->kind == TRAIN_OP_REDUCE_SCATTER ? COLL_OP_REDUCE_SCATTER
                : op->kind == TRAIN_OP_ALLGATHER      ? COLL_OP_ALLGATHER
                                                      : -1;
-    return coll >= 0 && coll_call_runs_inline(w->comm, coll, op->sendbuf, op->recvbuf, op->count,
-                                              op->dtype, op->redop);
+    return op->may_inline && coll >= 0 &&
+           coll_call_runs_inline(w->comm, coll, op->sendbuf, op->recvbuf, op->count, op->dtype,
+                                 op->redop);
 }
 
 /* Start op, or with blocking run it to the end (then op->req stays NULL). */
@@ -256,6 +257,10 @@ coll_result_t coll_train_worker_share(train_worker_t *w, void *buf, size_t bytes
 {
     coll_result_t st = COLL_OK;
     pthread_mutex_lock(&w->lock);
+    if (w->submitted != w->finished) {
+        pthread_mutex_unlock(&w->lock);
+        return COLL_ERR_INVALID_USAGE;
+    }
     if (w->nshare == w->cap_share) {
         int     cap = w->cap_share ? 2 * w->cap_share : 8;
         void  **b   = realloc(w->share_buf, (size_t)cap * sizeof(*b));
@@ -290,14 +295,20 @@ void *coll_train_buffer_alloc(size_t bytes, int *shared_p)
 {
     void *p   = NULL;
     *shared_p = coll_mem_alloc(&p, bytes) == COLL_OK; /* zeroed */
+    if (!*shared_p) {
+        coll_info(TRAIN,
+                  "a %zu-byte buffer of the training layer is heap memory (%s): it "
+                  "will not be registered",
+                  bytes, coll_last_error());
+    }
     return *shared_p ? p : coll_calloc(1, bytes, "training-layer buffer");
 }
 
 void coll_train_buffer_free(void *p, int shared)
 {
-    if (shared) {
-        coll_mem_free(p);
-    } else {
+    if (shared && coll_mem_free(p) != COLL_OK) {
+        coll_warn(TRAIN, "cannot free a buffer of the training layer: %s", coll_last_error());
+    } else if (!shared) {
         coll_free(p);
     }
 }

@@ -110,6 +110,18 @@ int coll_test_transports(const char *list[], int max)
     return n;
 }
 
+int coll_test_has_transport(const char *name)
+{
+    const char *tps[16];
+    int         n = coll_test_transports(tps, 16);
+    for (int t = 0; t < n; t++) {
+        if (strcmp(tps[t], name) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 static int test_child(const coll_test_opts_t *opts, int rank, coll_test_rank_fn_t fn, void *arg)
 {
     coll_comm_t *comm = NULL;

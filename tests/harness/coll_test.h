@@ -81,6 +81,8 @@ int coll_test_run_logged(const char *what, const coll_test_opts_t *opts, const c
 
 /* Transports to loop over: COLL_TEST_TRANSPORTS (default "shm,tcp"); returns count. */
 int coll_test_transports(const char *list[], int max);
+/* 1 when name is among coll_test_transports. */
+int coll_test_has_transport(const char *name);
 
 /* Deterministic pseudo-random generator for test data. */
 static inline uint64_t coll_test_rand(uint64_t *state)

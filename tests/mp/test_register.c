@@ -886,8 +886,8 @@ static int reg_run_ranks(const char *what, int n, int victim, coll_test_rank_fn_
 int main(int argc, char **argv)
 {
     static const int counts[] = {2, 3, 4, 5, 8};
-    const char      *tps[8], *dbg = getenv("COLL_DEBUG");
-    int ntp = coll_test_transports(tps, 8), have_shm = 0, only_n = 0, failed = 0, total = 0;
+    const char      *dbg      = getenv("COLL_DEBUG");
+    int              only_n = 0, failed = 0, total = 0;
 
     if (argc == 3 && strcmp(argv[1], "-n") == 0 && atoi(argv[2]) >= 2) {
         only_n = atoi(argv[2]);
@@ -895,10 +895,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: %s [-n N] (N >= 2)\n", argv[0]);
         return COLL_TEST_HARD;
     }
-    for (int t = 0; t < ntp; t++) {
-        have_shm |= strcmp(tps[t], "shm") == 0;
-    }
-    if (!have_shm) {
+    if (!coll_test_has_transport("shm")) {
         printf("SKIP: the direct path needs the shm transport (COLL_TEST_TRANSPORTS)\n");
         return COLL_TEST_SKIP;
     }

@@ -166,16 +166,12 @@ int main(int argc, char **argv)
 {
     static const char *const algos[]  = {"allreduce:oneshot", "allreduce:twoshot", "auto"};
     static const int         counts[] = {2, 3, 5, 8};
-    const char              *tps[8];
-    int ntp = coll_test_transports(tps, 8), have_shm = 0, only_n = 0, failed = 0, total = 0;
+    int                      only_n = 0, failed = 0, total = 0;
 
     if (argc == 3 && strcmp(argv[1], "-n") == 0) {
         only_n = atoi(argv[2]);
     }
-    for (int t = 0; t < ntp; t++) {
-        have_shm |= strcmp(tps[t], "shm") == 0;
-    }
-    if (!have_shm) {
+    if (!coll_test_has_transport("shm")) {
         printf("SKIP: shared windows need the shm transport (COLL_TEST_TRANSPORTS)\n");
         return COLL_TEST_SKIP;
     }

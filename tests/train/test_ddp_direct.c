@@ -2,12 +2,14 @@
 /*
  * DDP among the ranks of one host (shm): the layer's buckets are registered with its
  * communicator, and its all-reduces run inline on the direct path, interleaved with ones the
- * engine runs in flight. Exact sums of integer-valued gradients over buckets of 32 B to 280 KiB,
+ * engine runs in flight. Exact sums of integer-valued gradients over buckets of 16 B to 280 KB,
  * three steps, in three settings, each with the library's log checked for the path taken:
  *   (a) defaults: every bucket past the small-call limit on registered buffers;
  *   (b) COLL_DIRECT_MIN=64k: the 8-12 KB buckets on the engine, in flight while the others
  *       run inline (the worker ends them first, in submission order);
- *   (c) COLL_DIRECT=0: registrations unused, the large buckets by cross-memory attach.
+ *   (c) COLL_DIRECT=0: registrations unused, the large buckets by cross-memory attach;
+ *   (d) bf16 on the wire: the wire-dtype copies registered, every bucket inline (small values,
+ *       exact in bf16).
  */
 #include "coll.h"
 #include "coll_test.h"
@@ -19,19 +21,26 @@
 
 #define REG_MARK "direct, registered buffers"
 #define CMA_MARK "direct, cross-memory attach"
+/* the engine's first all-reduce on a communicator logs its size and algorithm; the direct
+ * path's first is the 280 KB bucket, and the small-call path logs none */
+#define ENGINE_MARK "allreduce of 12000 bytes"
 
 static const size_t sizes[] = {8, 2000, 40000, 16, 3000, 70000, 4}; /* floats per parameter */
 #define NPARAMS ((int)(sizeof(sizes) / sizeof(sizes[0])))
 #define STEPS   3
 
 typedef struct {
-    const char *mark;   /* the path's log line every rank must show, NULL: none */
-    int         absent; /* 1: REG_MARK must not appear */
+    const char  *mark;   /* the path's log line every rank must show, NULL: none */
+    int          absent; /* 1: REG_MARK must not appear */
+    int          engine; /* 1: the 12000-byte bucket on the engine (ENGINE_MARK), 0: not */
+    coll_dtype_t wire;   /* the buckets' wire dtype */
 } direct_case_t;
 
-static float grad_value(int rank, int p, size_t i, int step)
+/* integers; with a half-precision wire small enough to stay exact in bf16 and fp16 */
+static float grad_value(int rank, int p, size_t i, int step, int half)
 {
-    return (float)((rank + 1) * (int)((i % 97) + (size_t)p + (size_t)step));
+    size_t v = half ? (i + (size_t)p + (size_t)step) % 8 : (i % 97) + (size_t)p + (size_t)step;
+    return (float)((rank + 1) * (int)v);
 }
 
 static int ddp_direct_rank(int rank, int n, coll_comm_t *comm, void *arg)
@@ -44,6 +53,7 @@ static int ddp_direct_rank(int rank, int n, coll_comm_t *comm, void *arg)
 
     cfg.bucket_cap_bytes = 1; /* one bucket per parameter */
     cfg.sum              = 1;
+    cfg.wire_dtype       = c->wire;
     ASSERT_OK(coll_ddp_create(comm, &cfg, &ddp));
     for (int p = 0; p < NPARAMS; p++) {
         param[p] = calloc(sizes[p], sizeof(float));
@@ -57,7 +67,7 @@ static int ddp_direct_rank(int rank, int n, coll_comm_t *comm, void *arg)
         ASSERT_OK(coll_ddp_zero_grad(ddp));
         for (int p = NPARAMS - 1; p >= 0; p--) { /* as backward reports them */
             for (size_t i = 0; i < sizes[p]; i++) {
-                grad[p][i] = grad_value(rank, p, i, step);
+                grad[p][i] = grad_value(rank, p, i, step, c->wire != COLL_FLOAT32);
             }
             ASSERT_OK(coll_ddp_grad_ready(ddp, p));
         }
@@ -66,7 +76,7 @@ static int ddp_direct_rank(int rank, int n, coll_comm_t *comm, void *arg)
             for (size_t i = 0; i < sizes[p]; i++) {
                 float want = 0.0f;
                 for (int r = 0; r < n; r++) {
-                    want += grad_value(r, p, i, step);
+                    want += grad_value(r, p, i, step, c->wire != COLL_FLOAT32);
                 }
                 if (grad[p][i] != want && wrong++ < 3) {
                     fprintf(stderr, "rank %d step %d param %d [%zu] = %g, want %g\n", rank, step, p,
@@ -80,6 +90,7 @@ static int ddp_direct_rank(int rank, int n, coll_comm_t *comm, void *arg)
     if (c->mark != NULL) {
         ASSERT_TRUE(coll_test_log_count(c->mark) >= 1);
     }
+    ASSERT_EQ(coll_test_log_count(ENGINE_MARK) > 0, c->engine);
     if (c->absent) {
         ASSERT_EQ(coll_test_log_count(REG_MARK), 0);
     }
@@ -91,14 +102,13 @@ static int ddp_direct_rank(int rank, int n, coll_comm_t *comm, void *arg)
 
 int main(void)
 {
-    static const direct_case_t reg = {REG_MARK, 0}, mixed = {REG_MARK, 0}, cma = {CMA_MARK, 1};
-    const char                *tps[8];
-    int                        ntp = coll_test_transports(tps, 8), have_shm = 0, failed = 0;
+    static const direct_case_t reg   = {REG_MARK, 0, 0, COLL_FLOAT32},
+                               mixed = {REG_MARK, 0, 1, COLL_FLOAT32},
+                               cma   = {CMA_MARK, 1, 1, COLL_FLOAT32},
+                               half  = {REG_MARK, 0, 0, COLL_BFLOAT16};
+    int failed                       = 0;
 
-    for (int t = 0; t < ntp; t++) {
-        have_shm |= strcmp(tps[t], "shm") == 0;
-    }
-    if (!have_shm) {
+    if (!coll_test_has_transport("shm")) {
         printf("SKIP: the direct path needs the shm transport (COLL_TEST_TRANSPORTS)\n");
         return COLL_TEST_SKIP;
     }
@@ -117,6 +127,8 @@ int main(void)
         failed += coll_test_run_logged("(c) ddp buckets by cross-memory attach", &o, "direct",
                                        ddp_direct_rank, (void *)&cma);
         unsetenv("COLL_DIRECT");
+        failed += coll_test_run_logged("(d) ddp bf16 wire buffers registered, inline", &o, "direct",
+                                       ddp_direct_rank, (void *)&half);
     }
     return failed != 0;
 }
