@@ -187,28 +187,33 @@ static int run_zero(coll_comm_t *comm, const bench_opts_t *o, int rank)
         for (int l = 0; l < o->layers; l++) {
             coll_zero_register(z, init, n, COLL_FLOAT32, l, NULL);
         }
-        t0 = bench_now_s();
-        for (int l = 0; l < o->layers; l++) { /* forward */
-            coll_zero_gather_layer(z, l);
-            coll_zero_release_layer(z, l);
+        double *steps = calloc((size_t)o->steps + 1, sizeof(double));
+        for (int s = 0; s <= o->steps; s++) { /* step 0: warm-up (buffers built, pages touched) */
+            t0 = bench_now_s();
+            for (int l = 0; l < o->layers; l++) { /* forward */
+                coll_zero_gather_layer(z, l);
+                coll_zero_release_layer(z, l);
+            }
+            for (int l = o->layers - 1; l >= 0; l--) { /* backward */
+                float *g;
+                coll_zero_gather_layer(z, l);
+                coll_zero_grad(z, l, &g);
+                coll_zero_grad_ready(z, l);
+                coll_zero_release_layer(z, l);
+            }
+            coll_zero_step(z);
+            steps[s] = bench_now_s() - t0;
         }
-        for (int l = o->layers - 1; l >= 0; l--) { /* backward */
-            float *g;
-            coll_zero_gather_layer(z, l);
-            coll_zero_grad(z, l, &g);
-            coll_zero_grad_ready(z, l);
-            coll_zero_release_layer(z, l);
-        }
-        coll_zero_step(z);
-        double dt = bench_now_s() - t0;
+        double dt = bench_median(steps + 1, o->steps); /* of the timed steps */
+        free(steps);
         coll_zero_get_stats(z, &st);
         if (rank == 0) {
             size_t total = st.param_bytes + st.grad_bytes + st.optim_bytes;
-            printf("zero stage %d  step %8.1f ms  params %8.1f grads %8.1f optim %8.1f = %8.1f "
-                   "MiB/rank  peak transient %7.1f MiB  wire %.1f MiB/rank\n",
+            printf("zero stage %d  step %8.1f ms median  params %8.1f grads %8.1f optim %8.1f = %8.1f "
+                   "MiB/rank  peak transient %7.1f MiB  wire %.1f MiB/step/rank\n",
                    stage, 1e3 * dt, st.param_bytes / 1048576.0, st.grad_bytes / 1048576.0,
                    st.optim_bytes / 1048576.0, total / 1048576.0, st.peak_working_bytes / 1048576.0,
-                   st.wire_bytes / 1048576.0);
+                   st.wire_bytes / 1048576.0 / (o->steps + 1));
         }
         coll_zero_destroy(z);
     }
