@@ -209,11 +209,12 @@ static int run_zero(coll_comm_t *comm, const bench_opts_t *o, int rank)
         coll_zero_get_stats(z, &st);
         if (rank == 0) {
             size_t total = st.param_bytes + st.grad_bytes + st.optim_bytes;
-            printf("zero stage %d  step %8.1f ms median  params %8.1f grads %8.1f optim %8.1f = %8.1f "
-                   "MiB/rank  peak transient %7.1f MiB  wire %.1f MiB/step/rank\n",
-                   stage, 1e3 * dt, st.param_bytes / 1048576.0, st.grad_bytes / 1048576.0,
-                   st.optim_bytes / 1048576.0, total / 1048576.0, st.peak_working_bytes / 1048576.0,
-                   st.wire_bytes / 1048576.0 / (o->steps + 1));
+            printf(
+                "zero stage %d  step %8.1f ms median  params %8.1f grads %8.1f optim %8.1f = %8.1f "
+                "MiB/rank  peak transient %7.1f MiB  wire %.1f MiB/step/rank\n",
+                stage, 1e3 * dt, st.param_bytes / 1048576.0, st.grad_bytes / 1048576.0,
+                st.optim_bytes / 1048576.0, total / 1048576.0, st.peak_working_bytes / 1048576.0,
+                st.wire_bytes / 1048576.0 / (o->steps + 1));
         }
         coll_zero_destroy(z);
     }
