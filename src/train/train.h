@@ -49,26 +49,30 @@ typedef struct train_op {
     struct train_op *next;
 } train_op_t;
 
+typedef struct train_share { /* coll_train_worker_share */
+    void  *buf;
+    size_t bytes;
+} train_share_t;
+
 /* Runs the ops in submission order: every queued op is started, then the oldest waited for
  * (coll_wait spins briefly and then sleeps, so the thread costs little while it waits). */
 typedef struct {
-    coll_comm_t    *comm;
-    int             rank;
-    int             nranks;
-    pthread_t       thread;
-    pthread_mutex_t lock;
-    pthread_cond_t  cv_work; /* queue became non-empty, or stop */
-    pthread_cond_t  cv_done; /* an op finished */
-    train_op_t     *head;    /* submitted, not yet taken by the worker */
-    train_op_t     *tail;
-    int             stop;
-    int             started;
-    unsigned long   submitted; /* ops submitted and finished (under lock): equal when idle */
-    unsigned long   finished;
-    atomic_ullong   wire_bytes; /* ring-model bytes sent by this rank */
-    void          **share_buf;  /* buffers to register with comm before the next op */
-    size_t         *share_bytes;
-    int             nshare, cap_share;
+    coll_comm_t        *comm;
+    int                 rank;
+    int                 nranks;
+    pthread_t           thread;
+    pthread_mutex_t     lock;
+    pthread_cond_t      cv_work; /* queue became non-empty, or stop */
+    pthread_cond_t      cv_done; /* an op finished */
+    train_op_t         *head;    /* submitted, not yet taken by the worker */
+    train_op_t         *tail;
+    int                 stop;
+    int                 started;
+    unsigned long       submitted; /* ops submitted and finished (under lock): equal when idle */
+    unsigned long       finished;
+    atomic_ullong       wire_bytes; /* ring-model bytes sent by this rank */
+    struct train_share *shares;     /* buffers to register with comm before the next op */
+    int                 nshare, cap_share;
 } train_worker_t;
 
 /* Collective: split comm into the worker's own communicator and start the thread. */

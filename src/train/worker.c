@@ -116,32 +116,27 @@ static void worker_finish_op(train_worker_t *w, train_op_t *op, coll_result_t st
     pthread_mutex_unlock(&w->lock);
 }
 
-/* Register the buffers shared since the last op (coll_train_worker_share), in order. */
+/* Register the buffers shared since the last op (coll_train_worker_share), in order. The list
+ * does not change meanwhile: nothing is shared while ops are in flight, and the worker calls
+ * this with a batch in hand. */
 static void worker_register_shared(train_worker_t *w)
 {
-    for (;;) {
-        void  *buf;
-        size_t bytes;
-        pthread_mutex_lock(&w->lock);
-        if (w->nshare == 0) {
-            pthread_mutex_unlock(&w->lock);
-            return;
-        }
-        buf   = w->share_buf[0];
-        bytes = w->share_bytes[0];
-        w->nshare--;
-        memmove(w->share_buf, w->share_buf + 1, (size_t)w->nshare * sizeof(*w->share_buf));
-        memmove(w->share_bytes, w->share_bytes + 1, (size_t)w->nshare * sizeof(*w->share_bytes));
-        pthread_mutex_unlock(&w->lock);
+    pthread_mutex_lock(&w->lock);
+    int n = w->nshare;
+    pthread_mutex_unlock(&w->lock);
+    for (int i = 0; i < n; i++) {
         coll_reg_t   *reg;
-        coll_result_t st = coll_comm_register(w->comm, buf, bytes, &reg);
+        coll_result_t st = coll_comm_register(w->comm, w->shares[i].buf, w->shares[i].bytes, &reg);
         if (st != COLL_OK) { /* alike on every rank: the buffer keeps the copying paths */
             coll_info(TRAIN,
                       "rank %d: a %zu-byte buffer of the training layer stays "
                       "unregistered: %s",
-                      w->rank, bytes, coll_comm_last_error(w->comm));
+                      w->rank, w->shares[i].bytes, coll_comm_last_error(w->comm));
         }
     }
+    pthread_mutex_lock(&w->lock);
+    w->nshare = 0;
+    pthread_mutex_unlock(&w->lock);
 }
 
 static void *worker_main(void *arg)
@@ -244,8 +239,7 @@ coll_result_t coll_train_worker_fini(train_worker_t *w)
     pthread_mutex_unlock(&w->lock);
     pthread_join(w->thread, NULL);
     st = coll_comm_destroy(w->comm); /* ends the registrations */
-    coll_free(w->share_buf);
-    coll_free(w->share_bytes);
+    free(w->shares);                 /* realloc'ed */
     pthread_mutex_destroy(&w->lock);
     pthread_cond_destroy(&w->cv_work);
     pthread_cond_destroy(&w->cv_done);
@@ -258,27 +252,19 @@ coll_result_t coll_train_worker_share(train_worker_t *w, void *buf, size_t bytes
     coll_result_t st = COLL_OK;
     pthread_mutex_lock(&w->lock);
     if (w->submitted != w->finished) {
-        pthread_mutex_unlock(&w->lock);
-        return COLL_ERR_INVALID_USAGE;
-    }
-    if (w->nshare == w->cap_share) {
-        int     cap = w->cap_share ? 2 * w->cap_share : 8;
-        void  **b   = realloc(w->share_buf, (size_t)cap * sizeof(*b));
-        size_t *n   = b != NULL ? realloc(w->share_bytes, (size_t)cap * sizeof(*n)) : NULL;
-        if (b != NULL) {
-            w->share_buf = b;
-        }
-        if (n != NULL) {
-            w->share_bytes = n;
-            w->cap_share   = cap;
+        st = COLL_ERR_INVALID_USAGE;
+    } else if (w->nshare == w->cap_share) {
+        int            cap = w->cap_share ? 2 * w->cap_share : 8;
+        train_share_t *p   = realloc(w->shares, (size_t)cap * sizeof(*p));
+        if (p != NULL) {
+            w->shares    = p;
+            w->cap_share = cap;
         } else {
             st = COLL_ERR_NO_MEMORY;
         }
     }
     if (st == COLL_OK) {
-        w->share_buf[w->nshare]   = buf;
-        w->share_bytes[w->nshare] = bytes;
-        w->nshare++;
+        w->shares[w->nshare++] = (train_share_t){buf, bytes};
     }
     pthread_mutex_unlock(&w->lock);
     return st;
