@@ -21,9 +21,10 @@
 
 #define REG_MARK "direct, registered buffers"
 #define CMA_MARK "direct, cross-memory attach"
-/* the engine's first all-reduce on a communicator logs its size and algorithm; the direct
- * path's first is the 280 KB bucket, and the small-call path logs none */
-#define ENGINE_MARK "allreduce of 12000 bytes"
+/* the engine's first all-reduce on a communicator logs its size and algorithm ("allreduce of
+ * N bytes"); the direct path's first is the largest bucket, and the small-call path logs none:
+ * the line with the size of bucket ENGINE_PARAM tells whether the engine ran it */
+#define ENGINE_PARAM 4
 
 static const size_t sizes[] = {8, 2000, 40000, 16, 3000, 70000, 4}; /* floats per parameter */
 #define NPARAMS ((int)(sizeof(sizes) / sizeof(sizes[0])))
@@ -32,7 +33,7 @@ static const size_t sizes[] = {8, 2000, 40000, 16, 3000, 70000, 4}; /* floats pe
 typedef struct {
     const char  *mark;   /* the path's log line every rank must show, NULL: none */
     int          absent; /* 1: REG_MARK must not appear */
-    int          engine; /* 1: the 12000-byte bucket on the engine (ENGINE_MARK), 0: not */
+    int          engine; /* 1: bucket ENGINE_PARAM (12000 bytes in fp32) on the engine, 0: not */
     coll_dtype_t wire;   /* the buckets' wire dtype */
 } direct_case_t;
 
@@ -90,7 +91,10 @@ static int ddp_direct_rank(int rank, int n, coll_comm_t *comm, void *arg)
     if (c->mark != NULL) {
         ASSERT_TRUE(coll_test_log_count(c->mark) >= 1);
     }
-    ASSERT_EQ(coll_test_log_count(ENGINE_MARK) > 0, c->engine);
+    char engine_mark[64];
+    snprintf(engine_mark, sizeof(engine_mark), "allreduce of %zu bytes",
+             sizes[ENGINE_PARAM] * (c->wire == COLL_FLOAT32 ? 4 : 2));
+    ASSERT_EQ(coll_test_log_count(engine_mark) > 0, c->engine);
     if (c->absent) {
         ASSERT_EQ(coll_test_log_count(REG_MARK), 0);
     }
