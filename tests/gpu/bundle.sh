@@ -11,6 +11,7 @@ dest=${1:?usage: tests/gpu/bundle.sh DEST [WORKDIR]}
 work=${2:-/tmp/coll-gpu-build}
 top=$(cd "$(dirname "$0")/../.." && pwd)
 mkdir -p "$work" "$dest"
+dest=$(cd "$dest" && pwd) # the build below runs in WORKDIR
 (cd "$top" && git ls-files --cached --others --exclude-standard -z) |
     (cd "$top" && rsync -a --files-from=- --from0 ./ "$work/")
 cd "$work"
