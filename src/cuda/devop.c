@@ -224,6 +224,28 @@ void coll_devop_put(coll_devop_t *d)
 }
 
 /* The proxy is done with d: results in place (or failed). */
+/* A stream-ordered call that streams wait for by the flag (memops), in call order (the proxy
+ * takes calls off its queue in that order). */
+void coll_devop_track(coll_cuda_comm_t *cc, coll_devop_t *d)
+{
+    if (!d->stream_ordered || !cc->use_memops) {
+        return;
+    }
+    atomic_fetch_add(&d->refs, 1); /* until the flag has passed it */
+    d->snext = NULL;
+    d->sdone = 0;
+    if (cc->sq_tail != NULL) {
+        cc->sq_tail->snext = d;
+    } else {
+        cc->sq = d;
+    }
+    cc->sq_tail = d;
+}
+
+/* The call ended (on the proxy thread). Calls may end out of order (sends and receives in
+ * flight together, proxy_msg.c): a waiter on a request or a host function goes on at once,
+ * while the flag, which releases every stream waiting for a ticket up to its value, moves only
+ * past stream-ordered calls that all ended. */
 void coll_devop_finish(coll_devop_t *d, coll_result_t st)
 {
     coll_cuda_comm_t *cc = d->comm->cuda;
@@ -233,8 +255,16 @@ void coll_devop_finish(coll_devop_t *d, coll_result_t st)
     pthread_cond_broadcast(&d->cv);
     pthread_mutex_unlock(&d->mu);
     if (d->stream_ordered && cc->use_memops) {
-        /* in ticket order: the proxy completes calls in the order they were made */
-        __atomic_store_n(cc->flag, d->ticket, __ATOMIC_RELEASE);
+        d->sdone = 1;
+        while (cc->sq != NULL && cc->sq->sdone) {
+            coll_devop_t *x = cc->sq;
+            cc->sq          = x->snext;
+            if (cc->sq == NULL) {
+                cc->sq_tail = NULL;
+            }
+            __atomic_store_n(cc->flag, x->ticket, __ATOMIC_RELEASE);
+            coll_devop_put(x); /* not the last reference to d: its caller holds one */
+        }
     }
 }
 
@@ -375,8 +405,11 @@ coll_result_t coll_cuda_start(coll_comm_t *comm, const coll_args_t *a, const voi
     if (old != cc->device) {
         cudaSetDevice(cc->device);
     }
+    /* sends and receives are in flight together on the proxy (proxy_msg.c): staging of their
+     * own; the rest take the pinned region one at a time unless it is too small */
     size_t roff, need = p2p ? 0 : stage_need(d, &roff);
-    if (need > cc->stage_cap) {
+    if (need > cc->stage_cap ||
+        (need > 0 && (a->coll == COLL_OP_SEND || a->coll == COLL_OP_RECV))) {
         d->heap = coll_malloc(need, "staging buffer");
         if (d->heap == NULL) {
             st = COLL_ERR_NO_MEMORY;

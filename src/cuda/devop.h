@@ -39,8 +39,14 @@ typedef struct coll_devop {
     atomic_int         refs; /* proxy + request handle or host-function waiter */
     pthread_mutex_t    mu;
     pthread_cond_t     cv;
-    struct coll_devop *next; /* proxy queue */
+    struct coll_devop *next;       /* proxy queue, then the proxy's sends and receives */
+    struct coll_devop *snext;      /* stream-ordered calls in flight on the proxy, by ticket */
+    int                sdone;      /* ended: once every earlier one has, the streams go on */
+    int                msg_state;  /* sends and receives (proxy_msg.c): COLL_MSG_* */
+    coll_result_t      msg_status; /* their start's result */
 } coll_devop_t;
+
+enum { COLL_MSG_QUEUED, COLL_MSG_STARTED };
 
 typedef struct coll_cuda_comm {
     int             device;
@@ -87,12 +93,29 @@ typedef struct coll_cuda_comm {
     void     **parked_heaps;          /* failed staged calls' heap staging, likewise */
     int        nparked_heaps;
     atomic_int host_waiters; /* host functions on callers' streams not yet returned */
+    /* sends and receives in flight on the proxy (proxy_msg.c; the proxy thread's own) */
+    coll_devop_t *msgs, *msgs_tail;
+    double        msgs_next_check;
+    /* stream-ordered calls in flight (memops): the flag moves past a ticket only once every
+     * such call up to it has ended (the proxy thread's own; each holds a reference) */
+    coll_devop_t *sq, *sq_tail;
 } coll_cuda_comm_t;
 
 /* proxy.c */
 coll_result_t coll_cuda_proxy_start(coll_cuda_comm_t *cc, coll_comm_t *comm);
 void          coll_cuda_proxy_push(coll_cuda_comm_t *cc, coll_devop_t *d);
 void          coll_cuda_proxy_stop(coll_cuda_comm_t *cc);
+#define COLL_PROXY_CHECK_S 0.02 /* control plane and deadline checks while polling */
+/* the communicator failed for d's CUDA error e while doing what (lock taken here) */
+coll_result_t coll_proxy_cuda_error(coll_devop_t *d, const char *what, cudaError_t e);
+void          coll_proxy_pause(const coll_comm_t *comm); /* one pass of a polling wait */
+
+/* proxy_msg.c: sends and receives in flight together, on the proxy thread */
+int  coll_proxy_msg_is(const coll_devop_t *d);
+void coll_proxy_msg_add(coll_cuda_comm_t *cc, coll_devop_t *d);
+int  coll_proxy_msg_poll(coll_cuda_comm_t *cc); /* one pass; nonzero when a call moved */
+/* poll until none is left, or (until_call) a call is queued or the proxy is stopping */
+void coll_proxy_msg_wait(coll_cuda_comm_t *cc, int until_call);
 
 /* ipc.c: allocate this rank's device windows (with the state), then exchange them
  * (collective over comm, at its first collective on device memory: devop.c) */
@@ -107,7 +130,8 @@ void coll_cuda_ipc_free(coll_cuda_comm_t *cc);
 
 /* devop.c */
 void          coll_devop_put(coll_devop_t *d);
-void          coll_devop_engine_done(void *arg, coll_result_t st); /* on_done of its request */
+void          coll_devop_track(coll_cuda_comm_t *cc, coll_devop_t *d); /* proxy, in call order */
+void          coll_devop_engine_done(void *arg, coll_result_t st);     /* on_done of its request */
 void          coll_devop_finish(coll_devop_t *d, coll_result_t st);
 coll_result_t coll_devop_stage(coll_cuda_comm_t *cc, coll_devop_t *d); /* proxy only */
 

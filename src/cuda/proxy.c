@@ -15,17 +15,29 @@
 #include "log.h"
 #include "param.h"
 #include "util.h"
+#include "compiler.h"
 #include "api/comm.h"
 #include "topo/local.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
 
-#define PROXY_SLICE_S 0.002
+#define PROXY_SLICE_S     0.002
+#define PROXY_MSG_SLICE_S 0.0002
+/* One pass of a polling wait: a pause, or a yield where the host has more ranks than CPUs. */
+void coll_proxy_pause(const coll_comm_t *comm)
+{
+    if (comm->oversubscribed) {
+        sched_yield();
+    } else {
+        coll_cpu_pause();
+    }
+}
 
-static coll_result_t proxy_cuda_error(coll_devop_t *d, const char *what, cudaError_t e)
+coll_result_t coll_proxy_cuda_error(coll_devop_t *d, const char *what, cudaError_t e)
 {
     coll_comm_t *comm = d->comm;
     pthread_mutex_lock(&comm->lock);
@@ -37,30 +49,75 @@ static coll_result_t proxy_cuda_error(coll_devop_t *d, const char *what, cudaErr
 }
 
 /* Drive progress until the engine is done with a request of d (*done set; *req is the
- * request until then). */
+ * request until then). Like the engine's own waits (wait.c), it polls for COLL_SPIN_TIME
+ * (yielding after each pass where the host has more ranks than CPUs) before it sleeps in the
+ * transports in slices: an exchange of the p2p path is a few microseconds of shared memory,
+ * and a sleep and wake-up on each side of each exchange cost more than the call. */
 static void proxy_drive_until(coll_devop_t *d, atomic_int *done, coll_task_t *const *req)
 {
-    coll_comm_t *comm = d->comm;
+    coll_comm_t      *comm  = d->comm;
+    coll_cuda_comm_t *cc    = comm->cuda;
+    double            spin  = coll_param_time(COLL_P_SPIN_TIME);
+    double            start = coll_time_s(), next_check = start + COLL_PROXY_CHECK_S;
 
     while (!atomic_load_explicit(done, memory_order_acquire)) {
+        if (cc->msgs != NULL && coll_proxy_msg_poll(cc)) {
+            start = coll_time_s(); /* sends and receives moved: poll on */
+        }
+        double now     = coll_time_s();
+        int    polling = now - start < spin;
         if (pthread_mutex_trylock(&comm->lock) == 0) {
             if (!atomic_load(done)) {
                 coll_engine_progress(comm);
             }
-            if (!atomic_load(done)) {
+            if (!atomic_load(done) && now >= next_check) {
+                next_check = now + COLL_PROXY_CHECK_S;
                 coll_engine_check(comm, *req);
                 coll_engine_progress(comm); /* reaps it if the check failed the communicator */
             }
-            if (!atomic_load(done)) {
-                coll_engine_block(comm, PROXY_SLICE_S);
+            if (!atomic_load(done) && !polling) {
+                /* short sleeps while sends and receives wait for their streams */
+                coll_engine_block(comm, cc->msgs != NULL ? PROXY_MSG_SLICE_S : PROXY_SLICE_S);
             }
             pthread_mutex_unlock(&comm->lock);
+            if (polling) {
+                coll_proxy_pause(comm);
+            }
+        } else if (polling) {
+            coll_proxy_pause(comm); /* another thread waits on the communicator and progresses it */
         } else {
             /* another thread waits on the communicator and progresses this request too */
             struct timespec ts = {0, 50000};
             nanosleep(&ts, NULL);
         }
     }
+}
+
+/* Wait for an event of the caller's stream (a blocking-sync event): polled for COLL_SPIN_TIME
+ * first, as above, since the blocking wait's wake-up costs tens of microseconds; polled
+ * throughout while sends and receives are in flight (the stream may wait for them). */
+static cudaError_t proxy_event_wait(coll_cuda_comm_t *cc, coll_comm_t *comm, cudaEvent_t ev)
+{
+    double      spin  = coll_param_time(COLL_P_SPIN_TIME);
+    double      start = coll_time_s();
+    cudaError_t e;
+
+    while ((e = cudaEventQuery(ev)) == cudaErrorNotReady) {
+        if (cc->msgs != NULL) {
+            if (coll_proxy_msg_poll(cc)) {
+                start = coll_time_s();
+            }
+        } else if (coll_time_s() - start >= spin) {
+            return cudaEventSynchronize(ev);
+        }
+        if (coll_time_s() - start < spin) {
+            coll_proxy_pause(comm);
+        } else {
+            struct timespec ts = {0, 20000};
+            nanosleep(&ts, NULL);
+        }
+    }
+    return e;
 }
 
 static void proxy_drive(coll_devop_t *d)
@@ -115,16 +172,20 @@ static void proxy_run_p2p(coll_cuda_comm_t *cc, coll_devop_t *d)
     coll_comm_t   *comm = d->comm;
     int            n    = comm->nranks;
     coll_result_t  st = COLL_OK, mine = COLL_OK;
-    cudaError_t    e = cudaEventSynchronize(d->ready);
+    double         t0 = coll_time_s(), t_ready, t_phase = 0.0, t_x = 0.0, t_xmax = 0.0;
+    cudaError_t    e = proxy_event_wait(cc, d->comm, d->ready);
+
+    t_ready = coll_time_s();
 
     if (e != cudaSuccess) {
-        st = proxy_cuda_error(d, "waiting for the caller's stream", e);
+        st = coll_proxy_cuda_error(d, "waiting for the caller's stream", e);
     }
     for (int k = 0; k < op->plan.nx; k++) {
         if (st == COLL_OK && mine == COLL_OK) {
             /* failed meanwhile (an abort, a revoke, a dead peer's notice): no phase, no gate */
             st = proxy_comm_error(comm);
         }
+        double tk = coll_time_s();
         if (st == COLL_OK && mine == COLL_OK) {
             mine = coll_p2p_phase(comm, cc, d, k);
             if (mine != COLL_OK) {
@@ -136,8 +197,13 @@ static void proxy_run_p2p(coll_cuda_comm_t *cc, coll_devop_t *d)
         if (st == COLL_OK && op->x[k].gate != NULL) {
             coll_engine_open_gate(op->x[k].gate);
         }
+        double tx = coll_time_s();
         /* a failed communicator reaps a closed gate with its error */
         proxy_drive_until(d, &op->x[k].done, &op->x[k].req);
+        double tz = coll_time_s();
+        t_phase += tx - tk;
+        t_x += tz - tx;
+        t_xmax = tz - tx > t_xmax ? tz - tx : t_xmax;
         if (st == COLL_OK) {
             st = op->x[k].status;
         }
@@ -150,6 +216,12 @@ static void proxy_run_p2p(coll_cuda_comm_t *cc, coll_devop_t *d)
             }
         }
     }
+    coll_debug(COLL,
+               "rank %d: p2p %s #%u: %d exchanges, %.1f us: caller's stream %.1f, phases %.1f, "
+               "exchanges %.1f (longest %.1f)",
+               comm->rank, coll_op_name(d->args.coll), d->ticket, op->plan.nx,
+               1e6 * (coll_time_s() - t0), 1e6 * (t_ready - t0), 1e6 * t_phase, 1e6 * t_x,
+               1e6 * t_xmax);
     if (st != COLL_OK) {
         coll_warn(COLL, "rank %d: %s on device memory failed: %s", comm->rank,
                   coll_op_name(d->args.coll), comm->last_error);
@@ -169,15 +241,17 @@ static void proxy_run(coll_cuda_comm_t *cc, coll_devop_t *d)
     cudaError_t   e;
     coll_result_t st = COLL_OK;
 
+    double t0 = coll_time_s(), t1, t2, t3;
     coll_debug(COLL, "rank %d: proxy: %s ticket %u: waiting for the caller's stream", d->comm->rank,
                coll_op_name(d->args.coll), d->ticket);
-    e = cudaEventSynchronize(d->ready);
+    e  = proxy_event_wait(cc, d->comm, d->ready);
+    t1 = coll_time_s();
     coll_debug(COLL, "rank %d: proxy: ticket %u: stream reached (%s)", d->comm->rank, d->ticket,
                d->direct ? "direct"
                : d->gdr  ? "GPUDirect RDMA"
                          : "staged");
     if (e != cudaSuccess) {
-        st = proxy_cuda_error(d, "waiting for the caller's stream", e);
+        st = coll_proxy_cuda_error(d, "waiting for the caller's stream", e);
     } else if (coll_devop_stage(cc, d) != COLL_OK) {
         pthread_mutex_lock(&d->comm->lock);
         st = coll_comm_fail(d->comm, COLL_ERR_NO_MEMORY, "rank %d: %s", d->comm->rank,
@@ -189,7 +263,7 @@ static void proxy_run(coll_cuda_comm_t *cc, coll_devop_t *d)
             e = cudaStreamSynchronize(cc->copy);
         }
         if (e != cudaSuccess) {
-            st = proxy_cuda_error(d, "copying the input to staging", e);
+            st = coll_proxy_cuda_error(d, "copying the input to staging", e);
         }
     }
     /* a gated request is not freed before it ends (a failed one is parked), so req0 is valid
@@ -200,7 +274,9 @@ static void proxy_run(coll_cuda_comm_t *cc, coll_devop_t *d)
         d->req0->bufs[COLL_BUF_RECV] = d->erecv;
         coll_engine_open_gate(d->req0);
     }
+    t2 = coll_time_s();
     proxy_drive(d);
+    t3 = coll_time_s();
     coll_debug(COLL, "rank %d: proxy: ticket %u: engine done (%d)", d->comm->rank, d->ticket,
                (int)d->status);
     if (st == COLL_OK) {
@@ -212,7 +288,7 @@ static void proxy_run(coll_cuda_comm_t *cc, coll_devop_t *d)
         e = cudaDeviceFlushGPUDirectRDMAWrites(cudaFlushGPUDirectRDMAWritesTargetCurrentDevice,
                                                cudaFlushGPUDirectRDMAWritesToOwner);
         if (e != cudaSuccess) {
-            st = proxy_cuda_error(d, "flushing GPUDirect RDMA writes", e);
+            st = coll_proxy_cuda_error(d, "flushing GPUDirect RDMA writes", e);
         }
     }
     if (st == COLL_OK && d->recv_dev && !d->direct && !d->gdr) {
@@ -221,9 +297,14 @@ static void proxy_run(coll_cuda_comm_t *cc, coll_devop_t *d)
             e = cudaStreamSynchronize(cc->copy);
         }
         if (e != cudaSuccess) {
-            st = proxy_cuda_error(d, "copying the result to the device", e);
+            st = coll_proxy_cuda_error(d, "copying the result to the device", e);
         }
     }
+    coll_debug(COLL,
+               "rank %d: proxy: %s ticket %u: %.1f us: caller's stream %.1f, input %.1f, engine "
+               "%.1f, output %.1f",
+               d->comm->rank, coll_op_name(d->args.coll), d->ticket, 1e6 * (coll_time_s() - t0),
+               1e6 * (t1 - t0), 1e6 * (t2 - t1), 1e6 * (t3 - t2), 1e6 * (coll_time_s() - t3));
     if (st != COLL_OK) {
         coll_warn(COLL, "rank %d: %s on device memory failed: %s", d->comm->rank,
                   coll_op_name(d->args.coll), d->comm->last_error);
@@ -239,11 +320,18 @@ static void *proxy_main(void *arg)
     cudaSetDevice(cc->device);
     pthread_mutex_lock(&cc->qlock);
     for (;;) {
-        while (cc->head == NULL && !cc->stop) {
+        while (cc->head == NULL && cc->msgs == NULL && !cc->stop) {
             pthread_cond_wait(&cc->qcond, &cc->qlock);
         }
-        if (cc->head == NULL) {
+        if (cc->head == NULL && cc->msgs == NULL) {
             break;
+        }
+        if (cc->head == NULL) { /* sends and receives in flight, no call queued */
+            int stop = cc->stop;
+            pthread_mutex_unlock(&cc->qlock);
+            coll_proxy_msg_wait(cc, !stop);
+            pthread_mutex_lock(&cc->qlock);
+            continue;
         }
         coll_devop_t *d = cc->head;
         cc->head        = d->next;
@@ -251,7 +339,11 @@ static void *proxy_main(void *arg)
             cc->tail = NULL;
         }
         pthread_mutex_unlock(&cc->qlock);
-        if (d->p2p != NULL) {
+        coll_devop_track(cc, d);
+        if (coll_proxy_msg_is(d)) {
+            coll_proxy_msg_add(cc, d);
+            coll_proxy_msg_poll(cc);
+        } else if (d->p2p != NULL) {
             proxy_run_p2p(cc, d);
         } else {
             proxy_run(cc, d);

@@ -15,6 +15,7 @@
 #include <cuda_runtime.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define GUARD 256
@@ -314,10 +315,21 @@ static int dc_rank_main(int rank, int n, coll_comm_t *comm, void *arg)
     CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     /* first, so that the communicator's first device call is enqueued on a stream: no kernel
      * may load lazily while that stream waits for the call (kernels.h) */
+    struct timespec o0, o1;
+    clock_gettime(CLOCK_MONOTONIC, &o0);
     wrong += dc_order(comm, rank, n, stream);
+    clock_gettime(CLOCK_MONOTONIC, &o1);
+    if (rank == 0) {
+        printf("    %d ranks: ordering in %.2f s\n", n,
+               (double)(o1.tv_sec - o0.tv_sec) + 1e-9 * (double)(o1.tv_nsec - o0.tv_nsec));
+        fflush(stdout);
+    }
     for (int c = 0; c < C_COUNT; c++) {
         int red = c == C_ALLREDUCE || c == C_REDUCE_SCATTER || c == C_REDUCE;
         for (int mode = 0; mode < M_COUNT; mode++) {
+            struct timespec t0, t1;
+            size_t          cases0 = cases;
+            clock_gettime(CLOCK_MONOTONIC, &t0);
             for (size_t di = 0; di < sizeof(dts) / sizeof(dts[0]); di++) {
                 for (int op = 0; op < (red ? COLL_REDOP_COUNT : 1); op++) {
                     for (size_t si = 0; si < sizeof(sizes) / sizeof(sizes[0]); si++) {
@@ -332,6 +344,14 @@ static int dc_rank_main(int rank, int n, coll_comm_t *comm, void *arg)
                         }
                     }
                 }
+            }
+            /* where the time goes, and where a hang is, in the log of a run on a GPU */
+            clock_gettime(CLOCK_MONOTONIC, &t1);
+            if (rank == 0) {
+                printf("    %d ranks: %s %s: %zu cases in %.2f s\n", n, cname[c], mname[mode],
+                       cases - cases0,
+                       (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));
+                fflush(stdout);
             }
         }
     }
