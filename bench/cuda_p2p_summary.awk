@@ -20,7 +20,7 @@ FNR == 1 {
     key0 = coll " " nr
     if (!(key0 in seen)) { seen[key0] = 1; order[++nkeys] = key0 }
 }
-/^ *[0-9]/ && NF >= 13 {
+/^ *[0-9]/ && NF >= 13 && $9 ~ /^[0-9]+$/ && $13 ~ /^[0-9]+$/ { # a killed run's last line is cut
     k = coll " " nr " " $1
     if (!(k in sizes_seen)) { sizes_seen[k] = 1; sizes[key0] = sizes[key0] " " $1 }
     t_oop[k, path] = t_oop[k, path] " " $6

@@ -1,30 +1,46 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# Everything the GPU work needs checked on a machine with a GPU, in one go and with a time limit
-# for each part, from a bundle (tests/gpu/bundle.sh): the kernel tests, the p2p tests, the device
-# collectives matrix, then bench/cuda_p2p.sh at 2 ranks (3 rounds) and 4 ranks (all-reduce, 2
-# rounds). Logs and the benchmark's raw output go to OUTDIR, with OUTDIR/results.tgz holding all
-# of it. Exit 1 when a test failed or timed out.
-# usage: tests/gpu/device_run.sh BUNDLE OUTDIR [SECONDS_PER_TEST (default 240)]
+# Everything the GPU work needs checked on a machine with a GPU, in one go, from a bundle
+# (tests/gpu/bundle.sh), within SECONDS in all: the kernel tests, the p2p tests, the device
+# collectives matrix (make check-gpu's three programs), then bench/cuda_call_cost.sh (where a
+# device call's fixed cost goes), bench/cuda_p2p.sh at 2 ranks (2 rounds) and 4 ranks
+# (all-reduce, 1 round), each part under a limit of its own and of what is left. Logs and raw
+# output go to OUTDIR, all of it also in OUTDIR/results.tgz. Exit 1 when a test failed or ran
+# out of time.
+# usage: tests/gpu/device_run.sh BUNDLE OUTDIR [SECONDS (default 480)]
 set -u
-bundle=$(cd "${1:?usage: device_run.sh BUNDLE OUTDIR}" && pwd)
-out=${2:?usage: device_run.sh BUNDLE OUTDIR}
-limit=${3:-240}
+bundle=$(cd "${1:?usage: device_run.sh BUNDLE OUTDIR [SECONDS]}" && pwd)
+out=${2:?usage: device_run.sh BUNDLE OUTDIR [SECONDS]}
+end=$((SECONDS + ${3:-480}))
 here=$(cd "$(dirname "$0")" && pwd)
+bench=$here/../../bench
 mkdir -p "$out"
 fail=0
+limit() { # the part's own limit, or what is left (keeping 5 s to pack up)
+    local left=$((end - SECONDS - 5)) want=$(($1 > 1 ? $1 : 1))
+    [ "$want" -lt "$left" ] && echo "$want" || echo $((left > 1 ? left : 1))
+}
 nvidia-smi -L >"$out/device.txt" 2>&1
-for t in test_kernels test_p2p test_device_colls; do
-    start=$(date +%s)
-    timeout "$limit" "$bundle/$t" >"$out/$t.log" 2>&1
+for t in test_kernels:60 test_p2p:60 test_device_colls:240; do
+    name=${t%%:*}
+    start=$SECONDS
+    timeout "$(limit "${t##*:}")" "$bundle/$name" >"$out/$name.log" 2>&1
     rc=$?
-    echo "$t: exit $rc in $(($(date +%s) - start)) s ($(tail -1 "$out/$t.log"))"
+    echo "$name: exit $rc in $((SECONDS - start)) s ($(tail -1 "$out/$name.log"))"
     [ $rc -eq 0 ] || fail=1
 done
-timeout "$limit" bash "$here/../../bench/cuda_p2p.sh" -r 3 "$bundle" "$out/bench_n2" >"$out/bench_n2.txt" 2>&1
+grep -h "^FAIL\|^PASS" "$out/test_device_colls.log"
+timeout "$(limit 100)" bash "$bench/cuda_call_cost.sh" -r 2 "$bundle" "$out/call_cost" \
+    >"$out/call_cost.txt" 2>&1
+echo "call cost: exit $?"
+tail -12 "$out/call_cost.txt"
+timeout "$(limit $((end - SECONDS - 60)))" bash "$bench/cuda_p2p.sh" -r 2 "$bundle" "$out/bench_n2" \
+    >"$out/bench_n2.txt" 2>&1
 echo "bench, 2 ranks: exit $?"
-timeout "$limit" bash "$here/../../bench/cuda_p2p.sh" -n 4 -r 2 -C allreduce "$bundle" "$out/bench_n4" \
+timeout "$(limit 120)" bash "$bench/cuda_p2p.sh" -n 4 -r 1 -C allreduce "$bundle" "$out/bench_n4" \
     >"$out/bench_n4.txt" 2>&1
 echo "bench, 4 ranks: exit $?"
-tar czf "$out/results.tgz" -C "$out" --exclude results.tgz .
+awk -f "$bench/cuda_p2p_summary.awk" "$out"/bench_n2/*.r*.txt "$out"/bench_n4/*.r*.txt \
+    >"$out/summary.txt" 2>/dev/null
+tar czf /tmp/device_run_results.tgz -C "$out" . && mv /tmp/device_run_results.tgz "$out/results.tgz"
 exit $fail
