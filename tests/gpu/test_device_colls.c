@@ -4,8 +4,9 @@
  * send/recv, out of place and in place, through the three ways of calling them (blocking host
  * call on device pointers, non-blocking + coll_wait, and enqueued on a stream between the
  * stream's own copies with no host synchronisation in between), checked element by element
- * with a guard past the output. Then ordering: stream calls mixed with host calls on one
- * communicator, many calls in flight on one stream. Exits 77 without a CUDA device.
+ * with a guard past the output. First ordering: stream calls mixed with host calls on one
+ * communicator, many calls in flight on one stream; and sends and receives that must be in
+ * flight together (dc_msgs). Exits 77 without a CUDA device.
  * Usage: test_device_colls [-n NRANKS]
  */
 #include "coll_test.h"
@@ -303,6 +304,83 @@ static size_t dc_order(coll_comm_t *comm, int rank, int n, cudaStream_t stream)
     return wrong;
 }
 
+/* Sends and receives on device memory that must be in flight together (the proxy serves
+ * collectives one at a time): (1) on every rank, irecv from the left, a non-blocking all-reduce,
+ * isend to the right, one waitall; (2) ranks 0 and 1: rank 0 posts irecv and isend and waits
+ * for the send alone before a host barrier, rank 1 receives, joins the barrier and only then
+ * sends, so rank 0's send must end while its earlier receive is still open. 4 MiB messages (a
+ * rendezvous over shm and tcp). Returns wrong elements. */
+static size_t dc_msgs(coll_comm_t *comm, int rank, int n)
+{
+    enum { M = 1 << 20 };
+    size_t          wrong = 0;
+    float          *dsend, *drecv, *dsum, *h = malloc(M * sizeof(float));
+    float           one = (float)(rank + 1), sum = 0;
+    coll_request_t *reqs[3];
+    int             left = (rank + n - 1) % n, right = (rank + 1) % n;
+
+    if (n < 2) {
+        free(h);
+        return 0;
+    }
+    CUDA_OK(cudaMalloc((void **)&dsend, M * sizeof(float)));
+    CUDA_OK(cudaMalloc((void **)&drecv, M * sizeof(float)));
+    CUDA_OK(cudaMalloc((void **)&dsum, sizeof(float)));
+    for (size_t i = 0; i < M; i++) {
+        h[i] = (float)(rank * 1000 + (int)(i % 997));
+    }
+    CUDA_OK(cudaMemcpy(dsend, h, M * sizeof(float), cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemcpy(dsum, &one, sizeof(float), cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemset(drecv, 0, M * sizeof(float)));
+    /* (1) */
+    ASSERT_OK(coll_irecv(drecv, M, COLL_FLOAT32, left, comm, &reqs[0]));
+    ASSERT_OK(coll_iallreduce(dsum, dsum, 1, COLL_FLOAT32, COLL_SUM, comm, &reqs[1]));
+    ASSERT_OK(coll_isend(dsend, M, COLL_FLOAT32, right, comm, &reqs[2]));
+    ASSERT_OK(coll_waitall(3, reqs));
+    CUDA_OK(cudaMemcpy(h, drecv, M * sizeof(float), cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaMemcpy(&sum, dsum, sizeof(float), cudaMemcpyDeviceToHost));
+    for (size_t i = 0; i < M && wrong < 5; i++) {
+        if (h[i] != (float)(left * 1000 + (int)(i % 997))) {
+            fprintf(stderr, "rank %d: msgs (1): element %zu is %g\n", rank, i, (double)h[i]);
+            wrong++;
+        }
+    }
+    if (sum != (float)(n * (n + 1) / 2)) {
+        fprintf(stderr, "rank %d: msgs (1): all-reduce gave %g\n", rank, (double)sum);
+        wrong++;
+    }
+    /* (2) */
+    CUDA_OK(cudaMemset(drecv, 0, M * sizeof(float)));
+    if (rank == 0) {
+        ASSERT_OK(coll_irecv(drecv, M, COLL_FLOAT32, 1, comm, &reqs[0]));
+        ASSERT_OK(coll_isend(dsend, M, COLL_FLOAT32, 1, comm, &reqs[1]));
+        ASSERT_OK(coll_wait(reqs[1]));
+        ASSERT_OK(coll_barrier(comm));
+        ASSERT_OK(coll_wait(reqs[0]));
+    } else if (rank == 1) {
+        ASSERT_OK(coll_recv(drecv, M, COLL_FLOAT32, 0, comm));
+        ASSERT_OK(coll_barrier(comm));
+        ASSERT_OK(coll_send(dsend, M, COLL_FLOAT32, 0, comm));
+    } else {
+        ASSERT_OK(coll_barrier(comm));
+    }
+    if (rank < 2) {
+        int from = 1 - rank;
+        CUDA_OK(cudaMemcpy(h, drecv, M * sizeof(float), cudaMemcpyDeviceToHost));
+        for (size_t i = 0; i < M && wrong < 10; i++) {
+            if (h[i] != (float)(from * 1000 + (int)(i % 997))) {
+                fprintf(stderr, "rank %d: msgs (2): element %zu is %g\n", rank, i, (double)h[i]);
+                wrong++;
+            }
+        }
+    }
+    CUDA_OK(cudaFree(dsend));
+    CUDA_OK(cudaFree(drecv));
+    CUDA_OK(cudaFree(dsum));
+    free(h);
+    return wrong;
+}
+
 static int dc_rank_main(int rank, int n, coll_comm_t *comm, void *arg)
 {
     static const coll_dtype_t dts[]   = {COLL_FLOAT32, COLL_BFLOAT16, COLL_INT64, COLL_FLOAT16,
@@ -318,9 +396,10 @@ static int dc_rank_main(int rank, int n, coll_comm_t *comm, void *arg)
     struct timespec o0, o1;
     clock_gettime(CLOCK_MONOTONIC, &o0);
     wrong += dc_order(comm, rank, n, stream);
+    wrong += dc_msgs(comm, rank, n);
     clock_gettime(CLOCK_MONOTONIC, &o1);
     if (rank == 0) {
-        printf("    %d ranks: ordering in %.2f s\n", n,
+        printf("    %d ranks: ordering and sends/receives in flight together in %.2f s\n", n,
                (double)(o1.tv_sec - o0.tv_sec) + 1e-9 * (double)(o1.tv_nsec - o0.tv_nsec));
         fflush(stdout);
     }
