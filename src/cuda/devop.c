@@ -78,7 +78,10 @@ coll_result_t coll_devop_stage(coll_cuda_comm_t *cc, coll_devop_t *d)
     if (need == 0) {
         return COLL_OK;
     }
-    base = d->heap != NULL ? d->heap : cc->stage_cap >= need ? cc->stage : NULL;
+    base = d->heap != NULL         ? d->heap
+           : d->mpart != NULL      ? d->mpart
+           : cc->stage_cap >= need ? cc->stage
+                                   : NULL;
     if (base == NULL) {
         return coll_set_last_error(COLL_ERR_INTERNAL, "staging of %zu bytes was not reserved",
                                    need);
@@ -194,12 +197,41 @@ static void event_put(coll_cuda_comm_t *cc, cudaEvent_t ev)
 
 /* ---- lifetime and completion ---- */
 
+/* A send's or receive's part of the message staging, taken at the call (qlock held): the next
+ * 256-byte aligned bytes of the region, or NULL when they do not fit. */
+static char *devop_mpart_take(coll_cuda_comm_t *cc, size_t need)
+{
+    size_t at = (cc->mstage_used + 255) & ~(size_t)255;
+    if (cc->mstage == NULL || need > cc->mstage_cap || at > cc->mstage_cap - need) {
+        return NULL;
+    }
+    cc->mstage_used = at + need;
+    cc->mstage_holders++;
+    return (char *)cc->mstage + at;
+}
+
+/* The call is done with its part (its result copied out, or it failed: a failed call's late
+ * transfers can only land in memory that later calls of the failed communicator never read). */
+void coll_devop_mpart_release(coll_cuda_comm_t *cc, coll_devop_t *d)
+{
+    if (d->mpart == NULL) {
+        return;
+    }
+    pthread_mutex_lock(&cc->qlock);
+    d->mpart = NULL;
+    if (--cc->mstage_holders == 0) {
+        cc->mstage_used = 0;
+    }
+    pthread_mutex_unlock(&cc->qlock);
+}
+
 void coll_devop_put(coll_devop_t *d)
 {
     if (atomic_fetch_sub(&d->refs, 1) != 1) {
         return;
     }
     coll_cuda_comm_t *cc = d->comm->cuda;
+    coll_devop_mpart_release(cc, d);
     pthread_mutex_lock(&cc->qlock);
     if (d->ready != NULL) {
         event_put(cc, d->ready);
@@ -405,11 +437,17 @@ coll_result_t coll_cuda_start(coll_comm_t *comm, const coll_args_t *a, const voi
     if (old != cc->device) {
         cudaSetDevice(cc->device);
     }
-    /* sends and receives are in flight together on the proxy (proxy_msg.c): staging of their
-     * own; the rest take the pinned region one at a time unless it is too small */
+    /* sends and receives are in flight together on the proxy (proxy_msg.c): parts of the
+     * message staging, else heap staging of their own; the rest take the pinned region one
+     * at a time unless it is too small */
     size_t roff, need = p2p ? 0 : stage_need(d, &roff);
-    if (need > cc->stage_cap ||
-        (need > 0 && (a->coll == COLL_OP_SEND || a->coll == COLL_OP_RECV))) {
+    int    msg = need > 0 && (a->coll == COLL_OP_SEND || a->coll == COLL_OP_RECV);
+    if (msg) {
+        pthread_mutex_lock(&cc->qlock);
+        d->mpart = devop_mpart_take(cc, need);
+        pthread_mutex_unlock(&cc->qlock);
+    }
+    if ((!msg && need > cc->stage_cap) || (msg && d->mpart == NULL)) {
         d->heap = coll_malloc(need, "staging buffer");
         if (d->heap == NULL) {
             st = COLL_ERR_NO_MEMORY;
@@ -467,6 +505,9 @@ unlock:
     *req_p   = h;
     return st;
 free_d:
+    if (comm->cuda != NULL) {
+        coll_devop_mpart_release(comm->cuda, d);
+    }
     if (d->ready != NULL && comm->cuda != NULL) {
         pthread_mutex_lock(&comm->cuda->qlock);
         event_put(comm->cuda, d->ready);
@@ -554,12 +595,8 @@ void coll_cuda_comm_free(coll_comm_t *comm)
         coll_free(cc->parked_heaps[i]);
     }
     coll_free(cc->parked_heaps);
-    if (cc->stage != NULL && cc->stage_mapped) {
-        cudaHostUnregister(cc->stage);
-        munmap(cc->stage, cc->stage_cap);
-    } else if (cc->stage != NULL) {
-        cudaFreeHost(cc->stage);
-    }
+    coll_proxy_pinned_free(cc->stage, cc->stage_cap, cc->stage_mapped);
+    coll_proxy_pinned_free(cc->mstage, cc->mstage_cap, cc->mstage_mapped);
     while (cc->p2p_parked != NULL) {
         coll_p2p_op_t *op = cc->p2p_parked;
         cc->p2p_parked    = op->next_parked;

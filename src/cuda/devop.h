@@ -26,6 +26,7 @@ typedef struct coll_devop {
     void               *esend; /* what the engine reads and writes */
     void               *erecv;
     void               *heap;  /* staging from the heap when the pinned region is too small */
+    char               *mpart; /* a send's or receive's part of the pinned message staging */
     cudaEvent_t         ready; /* recorded on the caller's stream at the call */
     cudaStream_t        ustream;
     int                 stream_ordered;
@@ -73,6 +74,12 @@ typedef struct coll_cuda_comm {
     void  *stage;
     size_t stage_cap;
     int    stage_mapped; /* 1: mmap on the rank's NUMA node + cudaHostRegister; 0: cudaHostAlloc */
+    /* Pinned staging of COLL_CUDA_MSG_STAGING bytes for sends and receives, which are in flight
+     * together (proxy_msg.c), allocated likewise: each takes the next part at the call (under
+     * qlock), and the region is whole again once no call holds a part */
+    void  *mstage;
+    size_t mstage_cap, mstage_used;
+    int    mstage_mapped, mstage_holders;
     /* device windows of every rank, mapped here (ipc.c; the direct and p2p paths) */
     int                 ipc_tried, ipc_ok;
     size_t              win_bytes; /* per half */
@@ -108,7 +115,8 @@ void          coll_cuda_proxy_stop(coll_cuda_comm_t *cc);
 #define COLL_PROXY_CHECK_S 0.02 /* control plane and deadline checks while polling */
 /* the communicator failed for d's CUDA error e while doing what (lock taken here) */
 coll_result_t coll_proxy_cuda_error(coll_devop_t *d, const char *what, cudaError_t e);
-void          coll_proxy_pause(const coll_comm_t *comm); /* one pass of a polling wait */
+void          coll_proxy_pause(const coll_comm_t *comm);      /* one pass of a polling wait */
+void coll_proxy_pinned_free(void *p, size_t cap, int mapped); /* staging (proxy_pinned_alloc) */
 
 /* proxy_msg.c: sends and receives in flight together, on the proxy thread */
 int  coll_proxy_msg_is(const coll_devop_t *d);
@@ -134,5 +142,6 @@ void          coll_devop_track(coll_cuda_comm_t *cc, coll_devop_t *d); /* proxy,
 void          coll_devop_engine_done(void *arg, coll_result_t st);     /* on_done of its request */
 void          coll_devop_finish(coll_devop_t *d, coll_result_t st);
 coll_result_t coll_devop_stage(coll_cuda_comm_t *cc, coll_devop_t *d); /* proxy only */
+void          coll_devop_mpart_release(coll_cuda_comm_t *cc, coll_devop_t *d);
 
 #endif

@@ -390,40 +390,50 @@ static int proxy_memops_work(coll_cuda_comm_t *cc)
 }
 
 /*
- * Pinned staging of cc->stage_cap bytes whose pages sit on NUMA node node (os index; -1: where
+ * Pinned staging of cap bytes whose pages sit on NUMA node node (os index; -1: where
  * cudaHostAlloc puts them). cudaHostAlloc faults its pages in at once, where no later mbind
  * moves them, so the region is mapped, given the node preference (coll_mem_prefer_node, as the
  * shm segment is), touched, and only then registered. A refused preference is logged by
  * coll_mem_prefer_node and the pages go where the kernel puts them; a failed map or
- * registration falls back to cudaHostAlloc. 0 when cc->stage is set.
+ * registration falls back to cudaHostAlloc. NULL when none could be had.
  */
-static int proxy_stage_alloc(coll_cuda_comm_t *cc, int node, int rank)
+static void *proxy_pinned_alloc(size_t cap, int *mapped, int node, int rank, const char *what)
 {
-    void *p;
+    void *p = NULL;
 
+    *mapped = 0;
     if (node >= 0) {
-        p = mmap(NULL, cc->stage_cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        p = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (p != MAP_FAILED) {
-            coll_mem_prefer_node(p, cc->stage_cap, node);
-            memset(p, 0, cc->stage_cap); /* fault the pages in under the preference */
-            if (cudaHostRegister(p, cc->stage_cap, cudaHostRegisterPortable) == cudaSuccess) {
-                cc->stage        = p;
-                cc->stage_mapped = 1;
-                coll_info(MEM, "rank %d: pinned staging of %zu bytes on NUMA node %d", rank,
-                          cc->stage_cap, node);
-                return 0;
+            coll_mem_prefer_node(p, cap, node);
+            memset(p, 0, cap); /* fault the pages in under the preference */
+            if (cudaHostRegister(p, cap, cudaHostRegisterPortable) == cudaSuccess) {
+                *mapped = 1;
+                coll_info(MEM, "rank %d: pinned %s of %zu bytes on NUMA node %d", rank, what, cap,
+                          node);
+                return p;
             }
             cudaGetLastError();
-            munmap(p, cc->stage_cap);
+            munmap(p, cap);
         }
-        coll_info(MEM, "rank %d: staging on NUMA node %d failed (%s); allocating it anywhere", rank,
-                  node, p == MAP_FAILED ? strerror(errno) : "cudaHostRegister failed");
+        coll_info(MEM, "rank %d: %s on NUMA node %d failed (%s); allocating it anywhere", rank,
+                  what, node, p == MAP_FAILED ? strerror(errno) : "cudaHostRegister failed");
     }
-    if (cudaHostAlloc(&cc->stage, cc->stage_cap, cudaHostAllocPortable) != cudaSuccess) {
+    if (cudaHostAlloc(&p, cap, cudaHostAllocPortable) != cudaSuccess) {
         cudaGetLastError();
-        return -1;
+        return NULL;
     }
-    return 0;
+    return p;
+}
+
+void coll_proxy_pinned_free(void *p, size_t cap, int mapped)
+{
+    if (p != NULL && mapped) {
+        cudaHostUnregister(p);
+        munmap(p, cap);
+    } else if (p != NULL) {
+        cudaFreeHost(p);
+    }
 }
 
 coll_result_t coll_cuda_proxy_start(coll_cuda_comm_t *cc, coll_comm_t *comm)
@@ -476,11 +486,21 @@ coll_result_t coll_cuda_proxy_start(coll_cuda_comm_t *cc, coll_comm_t *comm)
     cc->stage_cap = coll_param_size(COLL_P_CUDA_STAGING_SIZE);
     int node =
         (comm->places != NULL) ? coll_topo_mem_node(comm->topo, comm->places[comm->rank].numa) : -1;
-    if (cc->stage_cap > 0 && proxy_stage_alloc(cc, node, comm->rank) != 0) {
+    if (cc->stage_cap > 0 && (cc->stage = proxy_pinned_alloc(cc->stage_cap, &cc->stage_mapped, node,
+                                                             comm->rank, "staging")) == NULL) {
         coll_warn(COLL, "rank %d: no pinned staging of %zu bytes; staging from the heap",
                   comm->rank, cc->stage_cap);
-        cc->stage     = NULL;
         cc->stage_cap = 0;
+    }
+    cc->mstage_cap = coll_param_size(COLL_P_CUDA_MSG_STAGING);
+    if (cc->mstage_cap > 0 &&
+        (cc->mstage = proxy_pinned_alloc(cc->mstage_cap, &cc->mstage_mapped, node, comm->rank,
+                                         "message staging")) == NULL) {
+        coll_warn(COLL,
+                  "rank %d: no pinned message staging of %zu bytes; device sends and receives "
+                  "stage from the heap",
+                  comm->rank, cc->mstage_cap);
+        cc->mstage_cap = 0;
     }
     /* once, whatever fails below: it decides whether this rank joins the windows' exchange */
     cc->p2p_possible = coll_p2p_possible(comm);

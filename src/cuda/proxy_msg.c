@@ -4,7 +4,8 @@
  * a time, each to its end (they share the pinned staging); served that way, a send that goes by
  * rendezvous waits for its receive, which may sit behind the peer's own send in the peer's
  * proxy: isend then irecv on every rank of a ring hangs. So a send or receive does not hold the
- * proxy: it takes heap staging of its own at the call (devop.c), joins this list, and is started
+ * proxy: it takes staging of its own at the call (a part of the pinned message staging, else
+ * heap memory; devop.c), joins this list, and is started
  * here once the caller's stream reached it (its input copied to staging, its gate opened), in
  * call order; the proxy goes on with the next call meanwhile. They end as the engine is done
  * with them, in any order: a request's waiter goes on as soon as its own call ended, and the
@@ -103,6 +104,7 @@ static void msg_end(coll_cuda_comm_t *cc, coll_devop_t *d)
             st = coll_proxy_cuda_error(d, "copying the result to the device", e);
         }
     }
+    coll_devop_mpart_release(cc, d); /* copied out, or failed */
     if (st != COLL_OK) {
         coll_warn(COLL, "rank %d: %s on device memory failed: %s", d->comm->rank,
                   coll_op_name(d->args.coll), d->comm->last_error);
