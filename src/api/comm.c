@@ -56,7 +56,8 @@ coll_result_t coll_comm_fail(coll_comm_t *comm, coll_result_t st, const char *fm
     va_start(ap, fmt);
     vsnprintf(comm->last_error, sizeof(comm->last_error), fmt, ap);
     va_end(ap);
-    comm->error = st;
+    __atomic_store_n(&comm->error, st,
+                     __ATOMIC_RELEASE); /* read without the lock by the CUDA proxy */
     coll_error(COLL, "%s", comm->last_error);
     coll_engine_wake(comm);
     return st;
@@ -436,7 +437,7 @@ void coll_comm_abort_record(coll_comm_t *comm)
     if (comm->error == COLL_OK) {
         snprintf(comm->last_error, sizeof(comm->last_error), "coll_comm_abort called on rank %d",
                  comm->rank);
-        comm->error = COLL_ERR_ABORTED;
+        __atomic_store_n(&comm->error, COLL_ERR_ABORTED, __ATOMIC_RELEASE);
     }
 }
 

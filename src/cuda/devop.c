@@ -131,6 +131,7 @@ static void devop_gdr(coll_comm_t *comm, coll_cuda_comm_t *cc, coll_devop_t *d)
     d->gdr       = 1;
     d->req0->dev = &cc->devmem;
     coll_free(d->heap); /* reserved for staging, not needed */
+    coll_devop_mpart_release(cc, d);
     d->heap = NULL;
     coll_debug(COLL, "rank %d: %s on device memory by GPUDirect RDMA, no staging", comm->rank,
                coll_op_name(d->args.coll));
@@ -255,7 +256,6 @@ void coll_devop_put(coll_devop_t *d)
     coll_free(d);
 }
 
-/* The proxy is done with d: results in place (or failed). */
 /* A stream-ordered call that streams wait for by the flag (memops), in call order (the proxy
  * takes calls off its queue in that order). */
 void coll_devop_track(coll_cuda_comm_t *cc, coll_devop_t *d)
@@ -295,7 +295,7 @@ void coll_devop_finish(coll_devop_t *d, coll_result_t st)
                 cc->sq_tail = NULL;
             }
             __atomic_store_n(cc->flag, x->ticket, __ATOMIC_RELEASE);
-            coll_devop_put(x); /* not the last reference to d: its caller holds one */
+            coll_devop_put(x); /* never d's last: the proxy puts its own after this */
         }
     }
 }
@@ -370,7 +370,7 @@ coll_result_t coll_cuda_start(coll_comm_t *comm, const coll_args_t *a, const voi
     coll_cuda_comm_t *cc  = NULL;
     coll_devop_t     *d;
     coll_result_t     st;
-    int               dev = -1, sdev = -1, rdev = -1, old = -1;
+    int               dev = -1, sdev = -1, rdev = -1, old = -1, pushed = 0;
 
     if (why != NULL) {
         return coll_comm_arg_error(comm, COLL_ERR_UNSUPPORTED, "rank %d: %s on a CUDA stream: %s",
@@ -482,14 +482,15 @@ coll_result_t coll_cuda_start(coll_comm_t *comm, const coll_args_t *a, const voi
             st = devop_stream_wait(cc, d);
         }
         coll_cuda_proxy_push(cc, d);
+        pushed = 1;
     }
 unlock:
     if (old >= 0 && old != cc->device) {
         cudaSetDevice(old);
     }
     pthread_mutex_unlock(&comm->lock);
-    if (d->req == NULL && !atomic_load(&d->engine_done)) {
-        goto free_d; /* never started */
+    if (!pushed) {
+        goto free_d; /* never started (d->req may already be NULL for a pushed call that ended) */
     }
     if (stream_ordered) {
         coll_devop_put(d); /* the proxy holds the other reference */

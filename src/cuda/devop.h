@@ -103,6 +103,7 @@ typedef struct coll_cuda_comm {
     /* sends and receives in flight on the proxy (proxy_msg.c; the proxy thread's own) */
     coll_devop_t *msgs, *msgs_tail;
     double        msgs_next_check;
+    atomic_int    msgs_n; /* how many: read by callers (a new call wakes a proxy asleep) */
     /* stream-ordered calls in flight (memops): the flag moves past a ticket only once every
      * such call up to it has ended (the proxy thread's own; each holds a reference) */
     coll_devop_t *sq, *sq_tail;
@@ -115,7 +116,9 @@ void          coll_cuda_proxy_stop(coll_cuda_comm_t *cc);
 #define COLL_PROXY_CHECK_S 0.02 /* control plane and deadline checks while polling */
 /* the communicator failed for d's CUDA error e while doing what (lock taken here) */
 coll_result_t coll_proxy_cuda_error(coll_devop_t *d, const char *what, cudaError_t e);
-void          coll_proxy_pause(const coll_comm_t *comm);      /* one pass of a polling wait */
+void          coll_proxy_pause(const coll_comm_t *comm); /* one pass of a polling wait */
+/* sleep ns nanoseconds at most, or until a call is pushed for the proxy (proxy thread) */
+void coll_proxy_nap(coll_cuda_comm_t *cc, long ns);
 void coll_proxy_pinned_free(void *p, size_t cap, int mapped); /* staging (proxy_pinned_alloc) */
 
 /* proxy_msg.c: sends and receives in flight together, on the proxy thread */

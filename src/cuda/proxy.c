@@ -37,6 +37,22 @@ void coll_proxy_pause(const coll_comm_t *comm)
     }
 }
 
+void coll_proxy_nap(coll_cuda_comm_t *cc, long ns)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_nsec += ns;
+    while (until.tv_nsec >= 1000000000L) {
+        until.tv_nsec -= 1000000000L;
+        until.tv_sec++;
+    }
+    pthread_mutex_lock(&cc->qlock);
+    if (cc->head == NULL && !cc->stop) {
+        pthread_cond_timedwait(&cc->qcond, &cc->qlock, &until);
+    }
+    pthread_mutex_unlock(&cc->qlock);
+}
+
 coll_result_t coll_proxy_cuda_error(coll_devop_t *d, const char *what, cudaError_t e)
 {
     coll_comm_t *comm = d->comm;
@@ -102,10 +118,13 @@ static cudaError_t proxy_event_wait(coll_cuda_comm_t *cc, coll_comm_t *comm, cud
     double      start = coll_time_s();
     cudaError_t e;
 
+    long nap = 20000; /* ns, doubling up to 0.5 ms while sends and receives wait */
+
     while ((e = cudaEventQuery(ev)) == cudaErrorNotReady) {
         if (cc->msgs != NULL) {
             if (coll_proxy_msg_poll(cc)) {
                 start = coll_time_s();
+                nap   = 20000;
             }
         } else if (coll_time_s() - start >= spin) {
             return cudaEventSynchronize(ev);
@@ -113,8 +132,9 @@ static cudaError_t proxy_event_wait(coll_cuda_comm_t *cc, coll_comm_t *comm, cud
         if (coll_time_s() - start < spin) {
             coll_proxy_pause(comm);
         } else {
-            struct timespec ts = {0, 20000};
+            struct timespec ts = {0, nap};
             nanosleep(&ts, NULL);
+            nap = nap * 2 > 500000 ? 500000 : nap * 2;
         }
     }
     return e;
@@ -125,12 +145,11 @@ static void proxy_drive(coll_devop_t *d)
     proxy_drive_until(d, &d->engine_done, &d->req);
 }
 
+/* Read without the lock, which a thread waiting on the communicator holds for the whole wait
+ * (a wait that may need this call to go on). */
 static coll_result_t proxy_comm_error(coll_comm_t *comm)
 {
-    pthread_mutex_lock(&comm->lock);
-    coll_result_t st = comm->error;
-    pthread_mutex_unlock(&comm->lock);
-    return st;
+    return __atomic_load_n(&comm->error, __ATOMIC_ACQUIRE);
 }
 
 /* Fail the communicator for a p2p call that failed on rank bad (lock taken here). */
@@ -366,6 +385,9 @@ void coll_cuda_proxy_push(coll_cuda_comm_t *cc, coll_devop_t *d)
     cc->tail = d;
     pthread_cond_signal(&cc->qcond);
     pthread_mutex_unlock(&cc->qlock);
+    if (atomic_load(&cc->msgs_n) > 0) {
+        coll_engine_wake(d->comm); /* the proxy may sleep in the transports (proxy_msg.c) */
+    }
 }
 
 /* Can the caller's streams wait by stream memory operations here? Tried once on our stream. */

@@ -43,6 +43,7 @@ void coll_proxy_msg_add(coll_cuda_comm_t *cc, coll_devop_t *d)
         cc->msgs = d;
     }
     cc->msgs_tail = d;
+    atomic_fetch_add(&cc->msgs_n, 1);
 }
 
 /* The caller's stream reached d: stage its input and open its gate. A failure fails the
@@ -52,9 +53,9 @@ static void msg_start(coll_cuda_comm_t *cc, coll_devop_t *d, cudaError_t ready)
     coll_comm_t  *comm = d->comm;
     coll_result_t st   = COLL_OK;
 
-    pthread_mutex_lock(&comm->lock);
-    coll_result_t failed = comm->error; /* failed meanwhile: no copy, the gate stays closed */
-    pthread_mutex_unlock(&comm->lock);
+    /* failed meanwhile: no copy, the gate stays closed. Read without the lock, which a thread
+     * waiting on the communicator holds for the whole wait (that wait may need this call). */
+    coll_result_t failed = __atomic_load_n(&comm->error, __ATOMIC_ACQUIRE);
     if (ready != cudaSuccess) {
         st = coll_proxy_cuda_error(d, "waiting for the caller's stream", ready);
     } else if (failed != COLL_OK) {
@@ -146,6 +147,7 @@ int coll_proxy_msg_poll(coll_cuda_comm_t *cc)
         if (cc->msgs_tail == d) {
             cc->msgs_tail = prev;
         }
+        atomic_fetch_sub(&cc->msgs_n, 1);
         msg_end(cc, d);
         moved = 1;
     }
@@ -155,11 +157,14 @@ int coll_proxy_msg_poll(coll_cuda_comm_t *cc)
         if (pthread_mutex_trylock(&comm->lock) == 0) {
             coll_engine_progress(comm);
             double now = coll_time_s();
-            /* only while the engine has the first one: waiting for a stream is not late */
-            if (now >= cc->msgs_next_check && cc->msgs->msg_state == COLL_MSG_STARTED &&
-                cc->msgs->req != NULL) {
+            /* only while the engine has one: waiting for a stream is not late */
+            coll_task_t *late = NULL;
+            for (coll_devop_t *d = cc->msgs; d != NULL && late == NULL; d = d->next) {
+                late = d->msg_state == COLL_MSG_STARTED ? d->req : NULL;
+            }
+            if (now >= cc->msgs_next_check && late != NULL) {
                 cc->msgs_next_check = now + COLL_PROXY_CHECK_S;
-                coll_engine_check(comm, cc->msgs->req);
+                coll_engine_check(comm, late);
                 coll_engine_progress(comm); /* reaps them if the check failed the communicator */
             }
             pthread_mutex_unlock(&comm->lock);
@@ -200,12 +205,15 @@ void coll_proxy_msg_wait(coll_cuda_comm_t *cc, int until_call)
             queued = d->msg_state == COLL_MSG_QUEUED;
         }
         if (!queued && pthread_mutex_trylock(&comm->lock) == 0) {
-            /* all with the engine: sleep in the transports, which wake on arrivals */
+            /* all with the engine: sleep in the transports, which wake on arrivals and on a
+             * new call for the proxy (coll_cuda_proxy_push) */
             coll_engine_block(comm, MSG_BLOCK_S);
             pthread_mutex_unlock(&comm->lock);
-        } else {
-            struct timespec ts = {0, nap};
+            /* let a thread blocked on the lock (the application's next call) have it first */
+            struct timespec ts = {0, MSG_NAP_MIN_NS};
             nanosleep(&ts, NULL);
+        } else {
+            coll_proxy_nap(cc, nap); /* a new call for the proxy ends it */
             nap = nap * 2 > MSG_NAP_MAX_NS ? MSG_NAP_MAX_NS : nap * 2;
         }
     }

@@ -53,7 +53,7 @@ void coll_engine_block(coll_comm_t *comm, double slice)
     for (int t = 0; t < comm->ntp; t++) {
         if (comm->tp[t].ctx != NULL && comm->tp[t].ops->block != NULL) {
             /* several transports: short alternating sleeps so neither starves */
-            comm->tp[t].ops->block(comm->tp[t].ctx, nactive > 1 ? 0.0005 : slice);
+            comm->tp[t].ops->block(comm->tp[t].ctx, nactive > 1 && slice > 0.0005 ? 0.0005 : slice);
         }
     }
     if (nactive == 0) {

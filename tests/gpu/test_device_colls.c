@@ -304,11 +304,28 @@ static size_t dc_order(coll_comm_t *comm, int rank, int n, cudaStream_t stream)
     return wrong;
 }
 
+/* Wrong elements of a received message (on the device) from rank `from`. */
+static size_t dc_msgs_check(float *h, const float *drecv, size_t m, int from, int rank,
+                            const char *which)
+{
+    size_t wrong = 0;
+    CUDA_OK(cudaMemcpy(h, drecv, m * sizeof(float), cudaMemcpyDeviceToHost));
+    for (size_t i = 0; i < m && wrong < 5; i++) {
+        if (h[i] != (float)(from * 1000 + (int)(i % 997))) {
+            fprintf(stderr, "rank %d: msgs %s: element %zu is %g\n", rank, which, i, (double)h[i]);
+            wrong++;
+        }
+    }
+    return wrong;
+}
+
 /* Sends and receives on device memory that must be in flight together (the proxy serves
  * collectives one at a time): (1) on every rank, irecv from the left, a non-blocking all-reduce,
  * isend to the right, one waitall; (2) ranks 0 and 1: rank 0 posts irecv and isend and waits
  * for the send alone before a host barrier, rank 1 receives, joins the barrier and only then
- * sends, so rank 0's send must end while its earlier receive is still open. 4 MiB messages (a
+ * sends, so rank 0's send must end while its earlier receive is still open; (3) rank 0 isends,
+ * then waits in a blocking host receive for what rank 1 sends once it received; (4) stream
+ * calls on two streams, a receive from the left and a send to the right. 4 MiB messages (a
  * rendezvous over shm and tcp). Returns wrong elements. */
 static size_t dc_msgs(coll_comm_t *comm, int rank, int n)
 {
@@ -365,15 +382,43 @@ static size_t dc_msgs(coll_comm_t *comm, int rank, int n)
         ASSERT_OK(coll_barrier(comm));
     }
     if (rank < 2) {
-        int from = 1 - rank;
-        CUDA_OK(cudaMemcpy(h, drecv, M * sizeof(float), cudaMemcpyDeviceToHost));
-        for (size_t i = 0; i < M && wrong < 10; i++) {
-            if (h[i] != (float)(from * 1000 + (int)(i % 997))) {
-                fprintf(stderr, "rank %d: msgs (2): element %zu is %g\n", rank, i, (double)h[i]);
-                wrong++;
-            }
+        wrong += dc_msgs_check(h, drecv, M, 1 - rank, rank, "(2)");
+    }
+    /* (3) rank 0 isends from device memory, then waits in a blocking receive on host memory
+     * (holding the communicator while it waits) for what rank 1 sends only after it received */
+    CUDA_OK(cudaMemset(drecv, 0, M * sizeof(float)));
+    int token = -1;
+    if (rank == 0) {
+        ASSERT_OK(coll_isend(dsend, M, COLL_FLOAT32, 1, comm, &reqs[0]));
+        ASSERT_OK(coll_recv(&token, 1, COLL_INT32, 1, comm));
+        ASSERT_OK(coll_wait(reqs[0]));
+        ASSERT_EQ(token, 42);
+    } else if (rank == 1) {
+        ASSERT_OK(coll_recv(drecv, M, COLL_FLOAT32, 0, comm));
+        token = 42;
+        ASSERT_OK(coll_send(&token, 1, COLL_INT32, 0, comm));
+        wrong += dc_msgs_check(h, drecv, M, 0, rank, "(3)");
+    }
+    /* (4) stream-ordered on two streams: receive from the left on one, send to the right on
+     * the other; the send may end first, and neither stream may go on before its call ended */
+    cudaStream_t s1, s2;
+    CUDA_OK(cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking));
+    CUDA_OK(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking));
+    CUDA_OK(cudaMemset(drecv, 0, M * sizeof(float)));
+    ASSERT_OK(coll_recv_stream(drecv, M, COLL_FLOAT32, left, comm, s1));
+    ASSERT_OK(coll_send_stream(dsend, M, COLL_FLOAT32, right, comm, s2));
+    CUDA_OK(cudaMemcpyAsync(h, drecv, M * sizeof(float), cudaMemcpyDeviceToHost, s1));
+    CUDA_OK(cudaStreamSynchronize(s2));
+    CUDA_OK(cudaStreamSynchronize(s1));
+    ASSERT_OK(coll_comm_get_error(comm));
+    for (size_t i = 0; i < M && wrong < 20; i++) {
+        if (h[i] != (float)(left * 1000 + (int)(i % 997))) {
+            fprintf(stderr, "rank %d: msgs (4): element %zu is %g\n", rank, i, (double)h[i]);
+            wrong++;
         }
     }
+    CUDA_OK(cudaStreamDestroy(s1));
+    CUDA_OK(cudaStreamDestroy(s2));
     CUDA_OK(cudaFree(dsend));
     CUDA_OK(cudaFree(drecv));
     CUDA_OK(cudaFree(dsum));
