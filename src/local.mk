@@ -28,7 +28,7 @@ endif
 # Collectives on CUDA memory and streams: the proxy and staging need the CUDA runtime; without
 # CUDA a stub answers that no pointer is device memory.
 COLL_LIB_SOURCES += src/api/colls_stream.c src/cuda/cuda.h src/cuda/devmem.h src/cuda/p2p_plan.h src/cuda/p2p_plan.c \
-    src/cuda/p2p_topo.h src/cuda/p2p_topo.c
+    src/cuda/p2p_topo.h src/cuda/p2p_topo.c src/cuda/order.h src/cuda/order.c
 if HAVE_CUDA
 COLL_LIB_SOURCES += src/cuda/driver.h src/cuda/mem.c src/cuda/devop.h src/cuda/devop.c \
     src/cuda/proxy.c src/cuda/proxy_msg.c src/cuda/ipc.c src/cuda/p2p.h src/cuda/p2p.c src/cuda/kernels.h

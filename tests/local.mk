@@ -20,7 +20,10 @@ check_PROGRAMS += tests/unit/test_reduce tests/unit/test_reduce_nt tests/unit/te
     tests/unit/test_sched_matrix tests/unit/test_sched_struct tests/unit/test_sched_registry \
     tests/unit/test_env tests/unit/test_win_sched tests/unit/test_topo tests/unit/test_topo_sysfs \
     tests/unit/test_topo_ring tests/unit/test_topo_nic tests/unit/test_auth tests/unit/test_p2p_plan \
-    tests/unit/test_p2p_topo
+    tests/unit/test_p2p_topo tests/unit/test_cuda_order
+tests_unit_test_cuda_order_SOURCES = tests/unit/test_cuda_order.c
+tests_unit_test_cuda_order_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_unit_test_cuda_order_LDADD = $(TEST_UNIT_LDADD)
 tests_unit_test_p2p_topo_SOURCES = tests/unit/test_p2p_topo.c
 tests_unit_test_p2p_topo_CPPFLAGS = $(TEST_CPPFLAGS) -DTOPO_DIR='"$(abs_top_srcdir)/tests/topologies"'
 tests_unit_test_p2p_topo_LDADD = $(TEST_UNIT_LDADD)
@@ -131,7 +134,7 @@ tests_mp_test_args_SOURCES = tests/mp/test_args.c
 tests_mp_test_args_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_mp_test_args_LDADD = $(TEST_MP_LDADD)
 
-TESTS += tests/unit/test_reduce tests/unit/test_reduce_nt tests/unit/test_p2p_plan tests/unit/test_p2p_topo tests/unit/test_params tests/unit/test_log_filter \
+TESTS += tests/unit/test_reduce tests/unit/test_reduce_nt tests/unit/test_p2p_plan tests/unit/test_p2p_topo tests/unit/test_cuda_order tests/unit/test_params tests/unit/test_log_filter \
     tests/unit/test_sched_matrix tests/unit/test_sched_struct tests/unit/test_sched_registry \
     tests/unit/test_env tests/unit/test_win_sched tests/unit/test_topo tests/unit/test_topo_sysfs \
     tests/unit/test_topo_ring tests/unit/test_topo_nic tests/unit/test_auth \

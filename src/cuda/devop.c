@@ -23,6 +23,7 @@
 #include "param.h"
 #include "util.h"
 
+#include <stddef.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -198,17 +199,12 @@ static void event_put(coll_cuda_comm_t *cc, cudaEvent_t ev)
 
 /* ---- lifetime and completion ---- */
 
-/* A send's or receive's part of the message staging, taken at the call (qlock held): the next
- * 256-byte aligned bytes of the region, or NULL when they do not fit. */
+/* A send's or receive's part of the message staging, taken at the call (qlock held), or NULL
+ * when it does not fit. */
 static char *devop_mpart_take(coll_cuda_comm_t *cc, size_t need)
 {
-    size_t at = (cc->mstage_used + 255) & ~(size_t)255;
-    if (cc->mstage == NULL || need > cc->mstage_cap || at > cc->mstage_cap - need) {
-        return NULL;
-    }
-    cc->mstage_used = at + need;
-    cc->mstage_holders++;
-    return (char *)cc->mstage + at;
+    size_t at = cc->mstage != NULL ? coll_parts_take(&cc->mparts, need) : COLL_PARTS_NONE;
+    return at == COLL_PARTS_NONE ? NULL : (char *)cc->mstage + at;
 }
 
 /* The call is done with its part (its result copied out, or it failed: a failed call's late
@@ -220,9 +216,7 @@ void coll_devop_mpart_release(coll_cuda_comm_t *cc, coll_devop_t *d)
     }
     pthread_mutex_lock(&cc->qlock);
     d->mpart = NULL;
-    if (--cc->mstage_holders == 0) {
-        cc->mstage_used = 0;
-    }
+    coll_parts_give(&cc->mparts);
     pthread_mutex_unlock(&cc->qlock);
 }
 
@@ -264,14 +258,7 @@ void coll_devop_track(coll_cuda_comm_t *cc, coll_devop_t *d)
         return;
     }
     atomic_fetch_add(&d->refs, 1); /* until the flag has passed it */
-    d->snext = NULL;
-    d->sdone = 0;
-    if (cc->sq_tail != NULL) {
-        cc->sq_tail->snext = d;
-    } else {
-        cc->sq = d;
-    }
-    cc->sq_tail = d;
+    coll_ticket_fifo_add(&cc->sq, &d->snode, d->ticket);
 }
 
 /* The call ended (on the proxy thread). Calls may end out of order (sends and receives in
@@ -287,15 +274,16 @@ void coll_devop_finish(coll_devop_t *d, coll_result_t st)
     pthread_cond_broadcast(&d->cv);
     pthread_mutex_unlock(&d->mu);
     if (d->stream_ordered && cc->use_memops) {
-        d->sdone = 1;
-        while (cc->sq != NULL && cc->sq->sdone) {
-            coll_devop_t *x = cc->sq;
-            cc->sq          = x->snext;
-            if (cc->sq == NULL) {
-                cc->sq_tail = NULL;
-            }
-            __atomic_store_n(cc->flag, x->ticket, __ATOMIC_RELEASE);
-            coll_devop_put(x); /* never d's last: the proxy puts its own after this */
+        uint32_t            release = 0;
+        coll_ticket_node_t *x       = coll_ticket_fifo_end(&cc->sq, &d->snode, &release);
+        if (x != NULL) {
+            __atomic_store_n(cc->flag, release, __ATOMIC_RELEASE);
+        }
+        while (x != NULL) {
+            coll_ticket_node_t *next = x->next;
+            /* never d's last reference: the proxy puts its own after this */
+            coll_devop_put((coll_devop_t *)((char *)x - offsetof(coll_devop_t, snode)));
+            x = next;
         }
     }
 }
@@ -597,7 +585,7 @@ void coll_cuda_comm_free(coll_comm_t *comm)
     }
     coll_free(cc->parked_heaps);
     coll_proxy_pinned_free(cc->stage, cc->stage_cap, cc->stage_mapped);
-    coll_proxy_pinned_free(cc->mstage, cc->mstage_cap, cc->mstage_mapped);
+    coll_proxy_pinned_free(cc->mstage, cc->mparts.cap, cc->mstage_mapped);
     while (cc->p2p_parked != NULL) {
         coll_p2p_op_t *op = cc->p2p_parked;
         cc->p2p_parked    = op->next_parked;

@@ -4,6 +4,7 @@
 #define COLL_CUDA_DEVOP_H
 
 #include "cuda/cuda.h"
+#include "cuda/order.h"
 #include "cuda/devmem.h"
 
 #include <cuda.h>
@@ -41,8 +42,7 @@ typedef struct coll_devop {
     pthread_mutex_t    mu;
     pthread_cond_t     cv;
     struct coll_devop *next;       /* proxy queue, then the proxy's sends and receives */
-    struct coll_devop *snext;      /* stream-ordered calls in flight on the proxy, by ticket */
-    int                sdone;      /* ended: once every earlier one has, the streams go on */
+    coll_ticket_node_t snode;      /* stream-ordered calls in flight on the proxy (order.h) */
     int                msg_state;  /* sends and receives (proxy_msg.c): COLL_MSG_* */
     coll_result_t      msg_status; /* their start's result */
 } coll_devop_t;
@@ -77,9 +77,9 @@ typedef struct coll_cuda_comm {
     /* Pinned staging of COLL_CUDA_MSG_STAGING bytes for sends and receives, which are in flight
      * together (proxy_msg.c), allocated likewise: each takes the next part at the call (under
      * qlock), and the region is whole again once no call holds a part */
-    void  *mstage;
-    size_t mstage_cap, mstage_used;
-    int    mstage_mapped, mstage_holders;
+    void        *mstage;
+    coll_parts_t mparts; /* its cap (0: none), the parts held */
+    int          mstage_mapped;
     /* device windows of every rank, mapped here (ipc.c; the direct and p2p paths) */
     int                 ipc_tried, ipc_ok;
     size_t              win_bytes; /* per half */
@@ -106,7 +106,7 @@ typedef struct coll_cuda_comm {
     atomic_int    msgs_n; /* how many: read by callers (a new call wakes a proxy asleep) */
     /* stream-ordered calls in flight (memops): the flag moves past a ticket only once every
      * such call up to it has ended (the proxy thread's own; each holds a reference) */
-    coll_devop_t *sq, *sq_tail;
+    coll_ticket_fifo_t sq;
 } coll_cuda_comm_t;
 
 /* proxy.c */

@@ -514,15 +514,15 @@ coll_result_t coll_cuda_proxy_start(coll_cuda_comm_t *cc, coll_comm_t *comm)
                   comm->rank, cc->stage_cap);
         cc->stage_cap = 0;
     }
-    cc->mstage_cap = coll_param_size(COLL_P_CUDA_MSG_STAGING);
-    if (cc->mstage_cap > 0 &&
-        (cc->mstage = proxy_pinned_alloc(cc->mstage_cap, &cc->mstage_mapped, node, comm->rank,
+    cc->mparts.cap = coll_param_size(COLL_P_CUDA_MSG_STAGING);
+    if (cc->mparts.cap > 0 &&
+        (cc->mstage = proxy_pinned_alloc(cc->mparts.cap, &cc->mstage_mapped, node, comm->rank,
                                          "message staging")) == NULL) {
         coll_warn(COLL,
                   "rank %d: no pinned message staging of %zu bytes; device sends and receives "
                   "stage from the heap",
-                  comm->rank, cc->mstage_cap);
-        cc->mstage_cap = 0;
+                  comm->rank, cc->mparts.cap);
+        cc->mparts.cap = 0;
     }
     /* once, whatever fails below: it decides whether this rank joins the windows' exchange */
     cc->p2p_possible = coll_p2p_possible(comm);
