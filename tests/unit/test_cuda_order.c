@@ -20,10 +20,7 @@
 static uint64_t rng_state = 0x243f6a8885a308d3ull;
 static uint32_t rng(void)
 {
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return (uint32_t)(rng_state >> 11);
+    return (uint32_t)(coll_test_rand(&rng_state) >> 11);
 }
 
 static void test_release_queue(void)
