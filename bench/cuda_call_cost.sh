@@ -46,16 +46,8 @@ rm -f "$out"/trace.*
 COLL_DEBUG=debug COLL_DEBUG_SUBSYS=COLL COLL_DEBUG_FILE="$out/trace.%p" \
     run p2p,memop "$out/trace_collbench.txt" -b 8 -e 8 -w 5 -n 50
 echo "trace run: exit $?"
-awk -v out="$out" -f - "$out"/*.r*.txt <<'AWK'
-function median(list,    n, a, i, j, t) {
-    n = split(list, a, " ")
-    for (i = 2; i <= n; i++) {
-        t = a[i] + 0
-        for (j = i - 1; j >= 1 && a[j] + 0 > t; j--) a[j + 1] = a[j]
-        a[j + 1] = t
-    }
-    return n == 0 ? "-" : n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-}
+here=$(cd "$(dirname "$0")" && pwd)
+awk -f "$here/median.awk" -f /dev/stdin "$out"/*.r*.txt <<'AWK'
 FNR == 1 { v = FILENAME; sub(/.*\//, "", v); sub(/\.r[0-9]+\.txt$/, "", v); if (!(v in vs)) { vs[v] = 1; vo[++nv] = v } }
 /^ *[0-9]/ && NF >= 13 && $9 ~ /^[0-9]+$/ && $13 ~ /^[0-9]+$/ {
     if (!($1 in ss)) { ss[$1] = 1; so[++ns] = $1 }
@@ -67,7 +59,7 @@ END {
     printf "\n"
     for (j = 1; j <= ns; j++) {
         printf "%10s", so[j]
-        for (i = 1; i <= nv; i++) printf " %13s (%2d)", median(t[so[j], vo[i]]), w[so[j], vo[i]]
+        for (i = 1; i <= nv; i++) { m = median(t[so[j], vo[i]]); printf " %13s (%2d)", m == "" ? "-" : m, w[so[j], vo[i]] }
         printf "\n"
     }
 }

@@ -45,4 +45,4 @@ for r in $(seq 1 "$rounds"); do
         done
     done
 done
-awk -f "$here/cuda_p2p_summary.awk" "$out"/*.r*.txt
+awk -f "$here/median.awk" -f "$here/cuda_p2p_summary.awk" "$out"/*.r*.txt

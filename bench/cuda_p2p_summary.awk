@@ -2,16 +2,7 @@
 # Medians of bench/cuda_p2p.sh's runs: per collective, rank count and size, the out-of-place
 # and in-place time and busbw of the p2p path and of staging, the ratio of busbw (p2p / staged)
 # and the #wrong total. Input: files named COLL.nN.p2pP.rR.txt (collbench output).
-function median(list,    n, a, i, j, t) {
-    n = split(list, a, " ")
-    for (i = 2; i <= n; i++) {
-        t = a[i] + 0
-        for (j = i - 1; j >= 1 && a[j] + 0 > t; j--) a[j + 1] = a[j]
-        a[j + 1] = t
-    }
-    if (n == 0) return ""
-    return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-}
+# usage: awk -f bench/median.awk -f bench/cuda_p2p_summary.awk DIR/*.r*.txt
 FNR == 1 {
     f = FILENAME
     sub(/.*\//, "", f)

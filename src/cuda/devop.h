@@ -117,6 +117,12 @@ void          coll_cuda_proxy_stop(coll_cuda_comm_t *cc);
 /* the communicator failed for d's CUDA error e while doing what (lock taken here) */
 coll_result_t coll_proxy_cuda_error(coll_devop_t *d, const char *what, cudaError_t e);
 void          coll_proxy_pause(const coll_comm_t *comm); /* one pass of a polling wait */
+/* Staged calls on the proxy: once the caller's stream reached d (ready: how that wait ended),
+ * its staging, its input copied there and its gate opened; a failure fails the communicator
+ * and the gate stays closed. Then, after the engine, its result to the device (st: the call's
+ * status so far; returned updated). */
+coll_result_t coll_proxy_stage_in(coll_cuda_comm_t *cc, coll_devop_t *d, cudaError_t ready);
+coll_result_t coll_proxy_stage_out(coll_cuda_comm_t *cc, coll_devop_t *d, coll_result_t st);
 /* sleep ns nanoseconds at most, or until a call is pushed for the proxy (proxy thread) */
 void coll_proxy_nap(coll_cuda_comm_t *cc, long ns);
 void coll_proxy_pinned_free(void *p, size_t cap, int mapped); /* staging (proxy_pinned_alloc) */

@@ -255,29 +255,20 @@ static void proxy_run_p2p(coll_cuda_comm_t *cc, coll_devop_t *d)
     coll_devop_put(d);
 }
 
-static void proxy_run(coll_cuda_comm_t *cc, coll_devop_t *d)
+coll_result_t coll_proxy_stage_in(coll_cuda_comm_t *cc, coll_devop_t *d, cudaError_t ready)
 {
-    cudaError_t   e;
     coll_result_t st = COLL_OK;
 
-    double t0 = coll_time_s(), t1, t2, t3;
-    coll_debug(COLL, "rank %d: proxy: %s ticket %u: waiting for the caller's stream", d->comm->rank,
-               coll_op_name(d->args.coll), d->ticket);
-    e  = proxy_event_wait(cc, d->comm, d->ready);
-    t1 = coll_time_s();
-    coll_debug(COLL, "rank %d: proxy: ticket %u: stream reached (%s)", d->comm->rank, d->ticket,
-               d->direct ? "direct"
-               : d->gdr  ? "GPUDirect RDMA"
-                         : "staged");
-    if (e != cudaSuccess) {
-        st = coll_proxy_cuda_error(d, "waiting for the caller's stream", e);
+    if (ready != cudaSuccess) {
+        st = coll_proxy_cuda_error(d, "waiting for the caller's stream", ready);
     } else if (coll_devop_stage(cc, d) != COLL_OK) {
         pthread_mutex_lock(&d->comm->lock);
         st = coll_comm_fail(d->comm, COLL_ERR_NO_MEMORY, "rank %d: %s", d->comm->rank,
                             coll_last_error());
         pthread_mutex_unlock(&d->comm->lock);
     } else if (d->send_dev && !d->direct && !d->gdr) {
-        e = cudaMemcpyAsync(d->esend, d->usend, d->send_bytes, cudaMemcpyDeviceToHost, cc->copy);
+        cudaError_t e =
+            cudaMemcpyAsync(d->esend, d->usend, d->send_bytes, cudaMemcpyDeviceToHost, cc->copy);
         if (e == cudaSuccess) {
             e = cudaStreamSynchronize(cc->copy);
         }
@@ -293,14 +284,13 @@ static void proxy_run(coll_cuda_comm_t *cc, coll_devop_t *d)
         d->req0->bufs[COLL_BUF_RECV] = d->erecv;
         coll_engine_open_gate(d->req0);
     }
-    t2 = coll_time_s();
-    proxy_drive(d);
-    t3 = coll_time_s();
-    coll_debug(COLL, "rank %d: proxy: ticket %u: engine done (%d)", d->comm->rank, d->ticket,
-               (int)d->status);
-    if (st == COLL_OK) {
-        st = d->status;
-    }
+    return st;
+}
+
+coll_result_t coll_proxy_stage_out(coll_cuda_comm_t *cc, coll_devop_t *d, coll_result_t st)
+{
+    cudaError_t e;
+
     if (st == COLL_OK && d->gdr && d->recv_bytes > 0 && cc->gdr_flush) {
         /* the NIC wrote the results into device memory: make them visible to the context
          * before the caller's stream goes on (devices that do not order such writes) */
@@ -319,6 +309,33 @@ static void proxy_run(coll_cuda_comm_t *cc, coll_devop_t *d)
             st = coll_proxy_cuda_error(d, "copying the result to the device", e);
         }
     }
+    return st;
+}
+
+static void proxy_run(coll_cuda_comm_t *cc, coll_devop_t *d)
+{
+    cudaError_t   e;
+    coll_result_t st = COLL_OK;
+
+    double t0 = coll_time_s(), t1, t2, t3;
+    coll_debug(COLL, "rank %d: proxy: %s ticket %u: waiting for the caller's stream", d->comm->rank,
+               coll_op_name(d->args.coll), d->ticket);
+    e  = proxy_event_wait(cc, d->comm, d->ready);
+    t1 = coll_time_s();
+    coll_debug(COLL, "rank %d: proxy: ticket %u: stream reached (%s)", d->comm->rank, d->ticket,
+               d->direct ? "direct"
+               : d->gdr  ? "GPUDirect RDMA"
+                         : "staged");
+    st = coll_proxy_stage_in(cc, d, e);
+    t2 = coll_time_s();
+    proxy_drive(d);
+    t3 = coll_time_s();
+    coll_debug(COLL, "rank %d: proxy: ticket %u: engine done (%d)", d->comm->rank, d->ticket,
+               (int)d->status);
+    if (st == COLL_OK) {
+        st = d->status;
+    }
+    st = coll_proxy_stage_out(cc, d, st);
     coll_debug(COLL,
                "rank %d: proxy: %s ticket %u: %.1f us: caller's stream %.1f, input %.1f, engine "
                "%.1f, output %.1f",

@@ -56,28 +56,10 @@ static void msg_start(coll_cuda_comm_t *cc, coll_devop_t *d, cudaError_t ready)
     /* failed meanwhile: no copy, the gate stays closed. Read without the lock, which a thread
      * waiting on the communicator holds for the whole wait (that wait may need this call). */
     coll_result_t failed = __atomic_load_n(&comm->error, __ATOMIC_ACQUIRE);
-    if (ready != cudaSuccess) {
-        st = coll_proxy_cuda_error(d, "waiting for the caller's stream", ready);
-    } else if (failed != COLL_OK) {
+    if (ready == cudaSuccess && failed != COLL_OK) {
         st = failed;
-    } else if (coll_devop_stage(cc, d) != COLL_OK) {
-        pthread_mutex_lock(&comm->lock);
-        st = coll_comm_fail(comm, COLL_ERR_NO_MEMORY, "rank %d: %s", comm->rank, coll_last_error());
-        pthread_mutex_unlock(&comm->lock);
-    } else if (d->send_dev && !d->gdr) {
-        cudaError_t e =
-            cudaMemcpyAsync(d->esend, d->usend, d->send_bytes, cudaMemcpyDeviceToHost, cc->copy);
-        if (e == cudaSuccess) {
-            e = cudaStreamSynchronize(cc->copy);
-        }
-        if (e != cudaSuccess) {
-            st = coll_proxy_cuda_error(d, "copying the input to staging", e);
-        }
-    }
-    if (st == COLL_OK) {
-        d->req0->bufs[COLL_BUF_SEND] = d->esend;
-        d->req0->bufs[COLL_BUF_RECV] = d->erecv;
-        coll_engine_open_gate(d->req0);
+    } else {
+        st = coll_proxy_stage_in(cc, d, ready);
     }
     d->msg_status = st;
     d->msg_state  = COLL_MSG_STARTED;
@@ -86,25 +68,9 @@ static void msg_start(coll_cuda_comm_t *cc, coll_devop_t *d, cudaError_t ready)
 /* The engine is done with d: its result to the device, then the call ends. */
 static void msg_end(coll_cuda_comm_t *cc, coll_devop_t *d)
 {
-    coll_result_t st = d->msg_status != COLL_OK ? d->msg_status : d->status;
-    cudaError_t   e;
+    coll_result_t st =
+        coll_proxy_stage_out(cc, d, d->msg_status != COLL_OK ? d->msg_status : d->status);
 
-    if (st == COLL_OK && d->gdr && d->recv_bytes > 0 && cc->gdr_flush) {
-        e = cudaDeviceFlushGPUDirectRDMAWrites(cudaFlushGPUDirectRDMAWritesTargetCurrentDevice,
-                                               cudaFlushGPUDirectRDMAWritesToOwner);
-        if (e != cudaSuccess) {
-            st = coll_proxy_cuda_error(d, "flushing GPUDirect RDMA writes", e);
-        }
-    }
-    if (st == COLL_OK && d->recv_dev && !d->gdr) {
-        e = cudaMemcpyAsync(d->urecv, d->erecv, d->recv_bytes, cudaMemcpyHostToDevice, cc->copy);
-        if (e == cudaSuccess) {
-            e = cudaStreamSynchronize(cc->copy);
-        }
-        if (e != cudaSuccess) {
-            st = coll_proxy_cuda_error(d, "copying the result to the device", e);
-        }
-    }
     coll_devop_mpart_release(cc, d); /* copied out, or failed */
     if (st != COLL_OK) {
         coll_warn(COLL, "rank %d: %s on device memory failed: %s", d->comm->rank,

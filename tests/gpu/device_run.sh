@@ -40,7 +40,7 @@ echo "bench, 2 ranks: exit $?"
 timeout "$(limit 120)" bash "$bench/cuda_p2p.sh" -n 4 -r 1 -C allreduce "$bundle" "$out/bench_n4" \
     >"$out/bench_n4.txt" 2>&1
 echo "bench, 4 ranks: exit $?"
-awk -f "$bench/cuda_p2p_summary.awk" "$out"/bench_n2/*.r*.txt "$out"/bench_n4/*.r*.txt \
+awk -f "$bench/median.awk" -f "$bench/cuda_p2p_summary.awk" "$out"/bench_n2/*.r*.txt "$out"/bench_n4/*.r*.txt \
     >"$out/summary.txt" 2>/dev/null
 tar czf /tmp/device_run_results.tgz -C "$out" . && mv /tmp/device_run_results.tgz "$out/results.tgz"
 exit $fail
