@@ -27,6 +27,7 @@
 
 #define PROXY_SLICE_S     0.002
 #define PROXY_MSG_SLICE_S 0.0002
+
 /* One pass of a polling wait: a pause, or a yield where the host has more ranks than CPUs. */
 void coll_proxy_pause(const coll_comm_t *comm)
 {
@@ -37,6 +38,7 @@ void coll_proxy_pause(const coll_comm_t *comm)
     }
 }
 
+/* A nap on the queue's condition: a new call (coll_cuda_proxy_push signals it) ends it. */
 void coll_proxy_nap(coll_cuda_comm_t *cc, long ns)
 {
     struct timespec until;
