@@ -114,6 +114,10 @@ coll_result_t coll_cuda_proxy_start(coll_cuda_comm_t *cc, coll_comm_t *comm);
 void          coll_cuda_proxy_push(coll_cuda_comm_t *cc, coll_devop_t *d);
 void          coll_cuda_proxy_stop(coll_cuda_comm_t *cc);
 #define COLL_PROXY_CHECK_S 0.02 /* control plane and deadline checks while polling */
+/* naps of the proxy while it waits for a CUDA event (which wakes nobody), doubling from
+ * COLL_PROXY_NAP_MIN_NS up to COLL_PROXY_NAP_MAX_NS */
+#define COLL_PROXY_NAP_MIN_NS 20000L
+#define COLL_PROXY_NAP_MAX_NS 500000L
 /* the communicator failed for d's CUDA error e while doing what (lock taken here) */
 coll_result_t coll_proxy_cuda_error(coll_devop_t *d, const char *what, cudaError_t e);
 void          coll_proxy_pause(const coll_comm_t *comm); /* one pass of a polling wait */

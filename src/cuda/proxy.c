@@ -120,13 +120,13 @@ static cudaError_t proxy_event_wait(coll_cuda_comm_t *cc, coll_comm_t *comm, cud
     double      start = coll_time_s();
     cudaError_t e;
 
-    long nap = 20000; /* ns, doubling up to 0.5 ms while sends and receives wait */
+    long nap = COLL_PROXY_NAP_MIN_NS; /* while sends and receives wait */
 
     while ((e = cudaEventQuery(ev)) == cudaErrorNotReady) {
         if (cc->msgs != NULL) {
             if (coll_proxy_msg_poll(cc)) {
                 start = coll_time_s();
-                nap   = 20000;
+                nap   = COLL_PROXY_NAP_MIN_NS;
             }
         } else if (coll_time_s() - start >= spin) {
             return cudaEventSynchronize(ev);
@@ -136,7 +136,7 @@ static cudaError_t proxy_event_wait(coll_cuda_comm_t *cc, coll_comm_t *comm, cud
         } else {
             struct timespec ts = {0, nap};
             nanosleep(&ts, NULL);
-            nap = nap * 2 > 500000 ? 500000 : nap * 2;
+            nap = nap * 2 > COLL_PROXY_NAP_MAX_NS ? COLL_PROXY_NAP_MAX_NS : nap * 2;
         }
     }
     return e;

@@ -23,9 +23,7 @@
 
 #include <time.h>
 
-#define MSG_BLOCK_S    0.0005  /* a sleep in the transports while every one is with the engine */
-#define MSG_NAP_MIN_NS 20000L  /* naps while one waits for its stream, doubling up to */
-#define MSG_NAP_MAX_NS 500000L /* this (a CUDA event wakes nobody) */
+#define MSG_BLOCK_S 0.0005 /* a sleep in the transports while every one is with the engine */
 
 int coll_proxy_msg_is(const coll_devop_t *d)
 {
@@ -143,12 +141,12 @@ void coll_proxy_msg_wait(coll_cuda_comm_t *cc, int until_call)
 {
     double spin  = coll_param_time(COLL_P_SPIN_TIME);
     double start = coll_time_s();
-    long   nap   = MSG_NAP_MIN_NS;
+    long   nap   = COLL_PROXY_NAP_MIN_NS;
 
     while (cc->msgs != NULL) {
         if (coll_proxy_msg_poll(cc)) {
             start = coll_time_s();
-            nap   = MSG_NAP_MIN_NS;
+            nap   = COLL_PROXY_NAP_MIN_NS;
         }
         if (until_call) {
             pthread_mutex_lock(&cc->qlock);
@@ -176,11 +174,11 @@ void coll_proxy_msg_wait(coll_cuda_comm_t *cc, int until_call)
             coll_engine_block(comm, MSG_BLOCK_S);
             pthread_mutex_unlock(&comm->lock);
             /* let a thread blocked on the lock (the application's next call) have it first */
-            struct timespec ts = {0, MSG_NAP_MIN_NS};
+            struct timespec ts = {0, COLL_PROXY_NAP_MIN_NS};
             nanosleep(&ts, NULL);
         } else {
             coll_proxy_nap(cc, nap); /* a new call for the proxy ends it */
-            nap = nap * 2 > MSG_NAP_MAX_NS ? MSG_NAP_MAX_NS : nap * 2;
+            nap = nap * 2 > COLL_PROXY_NAP_MAX_NS ? COLL_PROXY_NAP_MAX_NS : nap * 2;
         }
     }
 }

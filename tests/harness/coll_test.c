@@ -122,6 +122,18 @@ int coll_test_has_transport(const char *name)
     return 0;
 }
 
+int coll_test_direct_setup(void)
+{
+    if (!coll_test_has_transport("shm")) {
+        printf("SKIP: the direct path needs the shm transport (COLL_TEST_TRANSPORTS)\n");
+        return 0;
+    }
+    setenv("COLL_DEBUG", "info", 1);
+    setenv("COLL_DEBUG_SUBSYS", "all", 1);
+    unsetenv("COLL_ALGO");
+    return 1;
+}
+
 static int test_child(const coll_test_opts_t *opts, int rank, coll_test_rank_fn_t fn, void *arg)
 {
     coll_comm_t *comm = NULL;

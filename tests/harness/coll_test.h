@@ -83,6 +83,10 @@ int coll_test_run_logged(const char *what, const coll_test_opts_t *opts, const c
 int coll_test_transports(const char *list[], int max);
 /* 1 when name is among coll_test_transports. */
 int coll_test_has_transport(const char *name);
+/* For tests of the direct path that read what ran from the library's log: 1 when shm is among
+ * the tested transports, with the info log on for every subsystem and COLL_ALGO unset; else
+ * prints the SKIP line and returns 0 (the test exits COLL_TEST_SKIP). */
+int coll_test_direct_setup(void);
 
 /* Deterministic pseudo-random generator for test data. */
 static inline uint64_t coll_test_rand(uint64_t *state)

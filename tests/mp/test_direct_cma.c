@@ -333,13 +333,9 @@ int main(void)
     static const int counts[] = {2, 3, 4, 5};
     int              failed = 0, total = 0, yes = 1, no = 0;
 
-    if (!coll_test_has_transport("shm")) {
-        printf("SKIP: the direct path needs the shm transport (COLL_TEST_TRANSPORTS)\n");
+    if (!coll_test_direct_setup()) {
         return COLL_TEST_SKIP;
     }
-    setenv("COLL_DEBUG", "info", 1);
-    setenv("COLL_DEBUG_SUBSYS", "all", 1);
-    unsetenv("COLL_ALGO");
     unsetenv("COLL_DIRECT_CMA");
     setenv("COLL_DIRECT_CMA_MIN", "64k", 1);
     setenv("COLL_DIRECT_CMA_AGRS_MIN", "4k", 1);

@@ -112,13 +112,9 @@ int main(void)
                                half  = {REG_MARK, 0, 0, COLL_BFLOAT16};
     int failed                       = 0;
 
-    if (!coll_test_has_transport("shm")) {
-        printf("SKIP: the direct path needs the shm transport (COLL_TEST_TRANSPORTS)\n");
+    if (!coll_test_direct_setup()) {
         return COLL_TEST_SKIP;
     }
-    setenv("COLL_DEBUG", "info", 1);
-    setenv("COLL_DEBUG_SUBSYS", "all", 1);
-    unsetenv("COLL_ALGO");
     for (int n = 2; n <= 3; n++) {
         coll_test_opts_t o = {.nranks = n, .want_comm = 1, .timeout_s = 120, .transport = "shm"};
         failed += coll_test_run_logged("(a) ddp buckets registered, inline", &o, "direct",
