@@ -3,7 +3,8 @@
 # "round tool coll nranks bytes time_us", the median time per (tool, collective, ranks, size),
 # busbw as collbench computes it, the ratio libcoll / best peer per size (and libcoll-reg /
 # best peer: registered buffers), a medians CSV and a gnuplot PNG of busbw against size per
-# collective. With MEMBWFILE ("round copy-GB/s" lines, bench/membw's copy rate B measured
+# collective. torch-coll (this library under torch.distributed, bindings/torch) is no peer: its
+# column "torch-coll / torch" compares the two backends through the same framework. With MEMBWFILE ("round copy-GB/s" lines, bench/membw's copy rate B measured
 # among the rounds), the all-reduce tables add %bound: the time of the memory bound, 2*n*S
 # bytes read and written at B (bench/README, "Bound"), over the median time.
 # Run: /usr/bin/python3 summary.py RAWFILE OUTDIR [MEMBWFILE]
@@ -13,7 +14,8 @@ import statistics
 import subprocess
 import sys
 
-ORDER = ["libcoll", "libcoll-reg", "ompi", "mpich", "gloo", "torch"]
+ORDER = ["libcoll", "libcoll-reg", "ompi", "mpich", "gloo", "torch", "torch-coll"]
+OURS = ("libcoll", "libcoll-reg", "torch-coll")
 
 
 def bus_factor(coll, n):
@@ -56,6 +58,7 @@ def main(raw, out, membw=None):
         tools = [t for t in ORDER if any(k[0] == coll and k[1] == n and k[3] == t for k in med)]
         sizes = sorted({k[2] for k in med if k[0] == coll and k[1] == n})
         bound = copy_gbs if coll == "allreduce" else None
+        tc = "torch-coll" in tools
         print("\n## %s, %d ranks, float sum: median time (us) of interleaved rounds, busbw GB/s"
               % (coll, n))
         if bound:
@@ -63,8 +66,9 @@ def main(raw, out, membw=None):
                   "bench/membw copy, median of the rounds)" % bound)
         print("| size (B) | " + " | ".join("%s us | %s GB/s" % (t, t) for t in tools) +
               " | best peer | libcoll / best peer | libcoll-reg / best peer |" +
-              (" %bound libcoll | %bound libcoll-reg |" if bound else ""))
-        print("|---:|" + "---:|" * (2 * len(tools) + 3 + (2 if bound else 0)))
+              (" %bound libcoll | %bound libcoll-reg |" if bound else "") +
+              (" torch-coll / torch |" if tc else ""))
+        print("|---:|" + "---:|" * (2 * len(tools) + 3 + (2 if bound else 0) + (1 if tc else 0)))
         dat = os.path.join(out, "%s_n%d.dat" % (coll, n))
         with open(dat, "w") as d:
             d.write("# size " + " ".join(tools) + "  (busbw GB/s, NaN where not run)\n")
@@ -76,7 +80,7 @@ def main(raw, out, membw=None):
                     bus.append(bw)
                     row.append("%.1f | %.3g" % (v, bw) if v else "- | -")
                 peers = [(med[(coll, n, b, t)], t) for t in tools
-                         if not t.startswith("libcoll") and (coll, n, b, t) in med]
+                         if t not in OURS and (coll, n, b, t) in med]
                 best = min(peers) if peers else None
                 ratio = best[1] if best else "-"
                 for t in ("libcoll", "libcoll-reg"):
@@ -85,6 +89,9 @@ def main(raw, out, membw=None):
                 for t in ("libcoll", "libcoll-reg") if bound else ():
                     lib = med.get((coll, n, b, t))
                     ratio += " | %.0f %%" % (100.0 * 2 * n * b / (bound * 1e3) / lib) if lib else " | -"
+                if tc:
+                    ours, theirs = med.get((coll, n, b, "torch-coll")), med.get((coll, n, b, "torch"))
+                    ratio += " | %.2f" % (theirs / ours) if ours and theirs else " | -"
                 print("| %d | %s | %s |" % (b, " | ".join(row), ratio))
                 d.write("%d %s\n" % (b, " ".join("%.6g" % x for x in bus)))
         png = os.path.join(out, "%s_n%d.png" % (coll, n))

@@ -1,9 +1,11 @@
 # SPDX-License-Identifier: MIT
 # bench/compare.d/torch_gloo.py -- the torch.distributed side of bench/compare: the gloo backend
-# of Debian's python3-torch (TCP over loopback, file rendezvous), all_reduce, reduce_scatter or
+# of Debian's python3-torch (TCP over loopback, file rendezvous), or with BACKEND "coll" this
+# library's backend (bindings/torch, built into $TORCH_COLL_LIB), all_reduce, reduce_scatter or
 # all_gather of float32 (sum) over a doubling size sweep, sizes counted as collbench counts
 # them. One process per rank; rank 0 prints "coll bytes time_us" (mean over the timed calls).
-# Run: /usr/bin/python3 torch_gloo.py RANK NRANKS INITFILE allreduce MINB MAXB ITERS
+# Run: /usr/bin/python3 torch_gloo.py RANK NRANKS INITFILE allreduce MINB MAXB ITERS [BACKEND]
+import os
 import sys
 import time
 
@@ -12,14 +14,19 @@ import torch.distributed as dist
 
 
 def main(argv):
-    if len(argv) != 8 or argv[4] not in ("allreduce", "reduce_scatter", "allgather"):
+    if len(argv) not in (8, 9) or argv[4] not in ("allreduce", "reduce_scatter", "allgather") \
+            or (len(argv) == 9 and argv[8] not in ("gloo", "coll")):
         sys.stderr.write("usage: torch_gloo.py RANK NRANKS INITFILE "
-                         "allreduce|reduce_scatter|allgather MINB MAXB ITERS\n")
+                         "allreduce|reduce_scatter|allgather MINB MAXB ITERS [gloo|coll]\n")
         return 2
     rank, n, path, coll = int(argv[1]), int(argv[2]), argv[3], argv[4]
     minb, maxb, iters = int(argv[5]), int(argv[6]), int(argv[7])
+    backend = argv[8] if len(argv) == 9 else "gloo"
+    if backend == "coll":
+        sys.path.insert(0, os.environ["TORCH_COLL_LIB"])
+        import torch_coll  # noqa: F401  (registers the backend)
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method="file://" + path, rank=rank, world_size=n)
+    dist.init_process_group(backend, init_method="file://" + path, rank=rank, world_size=n)
     a = torch.zeros(maxb // 4 + 16)
     bytes_ = minb
     while bytes_ <= maxb:
@@ -43,7 +50,8 @@ def main(argv):
             call()
         except RuntimeError as e:  # the gloo backend lacks reduce_scatter
             if rank == 0:
-                sys.stderr.write("torch_gloo: %s: %s\n" % (coll, str(e).splitlines()[0]))
+                sys.stderr.write("torch_gloo: %s %s: %s\n" % (backend, coll,
+                                                              str(e).splitlines()[0]))
             return 3
         call()
         dist.barrier()

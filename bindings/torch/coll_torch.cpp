@@ -1,10 +1,16 @@
 // SPDX-License-Identifier: MIT
 //
-// torch.distributed backend "coll": a c10d::ProcessGroup (PyTorch 1.13's API) whose operations
-// are libcoll non-blocking requests. Each call starts its request and returns a Work at once; a
-// completion thread per process group waits for the requests in order, copies results where an
-// operation needs a staging buffer, and completes the Work and its Future (which DDP's reducer
-// waits on). CPU tensors; the unique id travels through the c10d store.
+// torch.distributed backend "coll": a c10d::ProcessGroup (PyTorch 1.13's API) on libcoll. Each
+// call checks its arguments, queues the operation and returns a Work at once. One thread per
+// process group runs the queue in call order, the same on every rank: all-reduces,
+// reduce-scatters and all-gathers run as blocking calls there, so that among the ranks of one
+// host they take libcoll's single-copy direct path and its small-call slots (which match only
+// blocking calls); every other operation starts as a non-blocking request. The requests in
+// flight keep progressing while a blocking call waits for its peers, and are ended in order
+// whenever the queue is empty. The thread copies results where an operation needs a staging
+// buffer and completes the Work and its Future (which DDP's reducer waits on). It does not spin
+// for the next call: on 2 CPUs with 2 ranks a spinning thread takes the CPU its caller needs.
+// CPU tensors; the unique id travels through the c10d store.
 #include <torch/extension.h>
 #include <pybind11/chrono.h>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
@@ -84,7 +90,7 @@ class WorkColl : public c10d::Work {
 class ProcessGroupColl : public c10d::ProcessGroup {
   public:
     ProcessGroupColl(coll_comm_t *comm, int rank, int size)
-        : c10d::ProcessGroup(rank, size), comm_(comm), waiter_([this] { waiter_main(); })
+        : c10d::ProcessGroup(rank, size), comm_(comm), runner_([this] { runner_main(); })
     {
     }
 
@@ -95,7 +101,7 @@ class ProcessGroupColl : public c10d::ProcessGroup {
             stop_ = true;
         }
         cv_.notify_all();
-        waiter_.join();
+        runner_.join();
         coll_comm_destroy(comm_);
     }
 
@@ -127,30 +133,42 @@ class ProcessGroupColl : public c10d::ProcessGroup {
     c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor> &tensors,
                                              const c10d::AllreduceOptions &opts) override
     {
-        at::Tensor t = single(tensors, "allreduce");
-        return start(c10d::OpType::ALLREDUCE, {t}, [&](coll_request_t **r) {
-            return coll_iallreduce(t.data_ptr(), t.data_ptr(), t.numel(), to_dtype(t),
-                                   to_op(opts.reduceOp), comm_, r);
-        });
+        at::Tensor   t  = single(tensors, "allreduce");
+        void        *p  = t.data_ptr();
+        size_t       n  = t.numel();
+        coll_dtype_t dt = to_dtype(t);
+        coll_redop_t op = to_op(opts.reduceOp);
+        coll_comm_t *c  = comm_;
+        return run(c10d::OpType::ALLREDUCE, {t},
+                   [t, p, n, dt, op, c] { return coll_allreduce(p, p, n, dt, op, c); });
     }
 
     c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor> &tensors,
                                              const c10d::BroadcastOptions &opts) override
     {
-        at::Tensor t = single(tensors, "broadcast");
-        return start(c10d::OpType::BROADCAST, {t}, [&](coll_request_t **r) {
-            return coll_ibroadcast(t.data_ptr(), t.data_ptr(), t.numel(), to_dtype(t),
-                                   (int)opts.rootRank, comm_, r);
+        at::Tensor   t    = single(tensors, "broadcast");
+        void        *p    = t.data_ptr();
+        size_t       n    = t.numel();
+        coll_dtype_t dt   = to_dtype(t);
+        int          root = (int)opts.rootRank;
+        coll_comm_t *c    = comm_;
+        return start(c10d::OpType::BROADCAST, {t}, [t, p, n, dt, root, c](coll_request_t **r) {
+            return coll_ibroadcast(p, p, n, dt, root, c, r);
         });
     }
 
     c10::intrusive_ptr<c10d::Work> reduce(std::vector<at::Tensor> &tensors,
                                           const c10d::ReduceOptions &opts) override
     {
-        at::Tensor t = single(tensors, "reduce");
-        return start(c10d::OpType::REDUCE, {t}, [&](coll_request_t **r) {
-            return coll_ireduce(t.data_ptr(), t.data_ptr(), t.numel(), to_dtype(t),
-                                to_op(opts.reduceOp), (int)opts.rootRank, comm_, r);
+        at::Tensor   t    = single(tensors, "reduce");
+        void        *p    = t.data_ptr();
+        size_t       n    = t.numel();
+        coll_dtype_t dt   = to_dtype(t);
+        coll_redop_t op   = to_op(opts.reduceOp);
+        int          root = (int)opts.rootRank;
+        coll_comm_t *c    = comm_;
+        return start(c10d::OpType::REDUCE, {t}, [t, p, n, dt, op, root, c](coll_request_t **r) {
+            return coll_ireduce(p, p, n, dt, op, root, c, r);
         });
     }
 
@@ -161,18 +179,24 @@ class ProcessGroupColl : public c10d::ProcessGroup {
         at::Tensor in = single(inputs, "allgather");
         TORCH_CHECK(outputs.size() == 1 && (int)outputs[0].size() == getSize(),
                     "coll backend: allgather needs one list of ", getSize(), " output tensors");
-        at::Tensor flat = at::empty({getSize() * in.numel()}, in.options());
-        auto outs = outputs[0];
-        return start(
+        for (auto &o : outputs[0]) {
+            check_cpu(o, "an output");
+            TORCH_CHECK(o.numel() == in.numel(), "coll backend: allgather outputs must have as "
+                        "many elements as the input");
+        }
+        size_t       n    = in.numel();
+        coll_dtype_t dt   = to_dtype(in);
+        coll_comm_t *c    = comm_;
+        auto         outs = outputs[0];
+        return run(
             c10d::OpType::ALLGATHER, outs,
-            [&](coll_request_t **r) {
-                return coll_iallgather(in.data_ptr(), flat.data_ptr(), in.numel(), to_dtype(in),
-                                       comm_, r);
-            },
-            [outs, flat, n = in.numel()]() mutable {
-                for (size_t i = 0; i < outs.size(); i++) {
-                    outs[i].view(-1).copy_(flat.narrow(0, (int64_t)i * n, n));
+            [this, in, outs, n, dt, c] {
+                at::Tensor    flat = staging(outs.size() * n, in);
+                coll_result_t st   = coll_allgather(in.data_ptr(), flat.data_ptr(), n, dt, c);
+                for (size_t i = 0; st == COLL_OK && i < outs.size(); i++) {
+                    outs[i].view(-1).copy_(flat.narrow(0, (int64_t)(i * n), (int64_t)n));
                 }
+                return st;
             });
     }
 
@@ -182,9 +206,11 @@ class ProcessGroupColl : public c10d::ProcessGroup {
         at::Tensor in = contiguous(input, "input"), out = contiguous(output, "output");
         TORCH_CHECK(out.numel() == in.numel() * getSize(),
                     "coll backend: _allgather_base output must hold size x input elements");
-        return start(c10d::OpType::_ALLGATHER_BASE, {out}, [&](coll_request_t **r) {
-            return coll_iallgather(in.data_ptr(), out.data_ptr(), in.numel(), to_dtype(in),
-                                   comm_, r);
+        size_t       n  = in.numel();
+        coll_dtype_t dt = to_dtype(in);
+        coll_comm_t *c  = comm_;
+        return run(c10d::OpType::_ALLGATHER_BASE, {out}, [in, out, n, dt, c] {
+            return coll_allgather(in.data_ptr(), out.data_ptr(), n, dt, c);
         });
     }
 
@@ -197,13 +223,22 @@ class ProcessGroupColl : public c10d::ProcessGroup {
                     "coll backend: reduce_scatter needs one list of ", getSize(), " inputs");
         std::vector<at::Tensor> parts;
         for (auto &t : inputs[0]) {
+            check_cpu(t, "an input");
+            TORCH_CHECK(t.numel() == out.numel(), "coll backend: reduce_scatter inputs must have "
+                        "as many elements as the output");
             parts.push_back(t.reshape(-1));
         }
-        at::Tensor flat = at::cat(parts);
-        return start(c10d::OpType::REDUCE_SCATTER, {out}, [&](coll_request_t **r) {
-            return coll_ireduce_scatter(flat.data_ptr(), out.data_ptr(), out.numel(),
-                                        to_dtype(out), to_op(opts.reduceOp), comm_, r);
-        }, [flat]() {});
+        size_t       n  = out.numel();
+        coll_dtype_t dt = to_dtype(out);
+        coll_redop_t op = to_op(opts.reduceOp);
+        coll_comm_t *c  = comm_;
+        return run(c10d::OpType::REDUCE_SCATTER, {out}, [this, parts, out, n, dt, op, c] {
+            at::Tensor flat = staging(parts.size() * n, out);
+            for (size_t i = 0; i < parts.size(); i++) {
+                flat.narrow(0, (int64_t)(i * n), (int64_t)n).copy_(parts[i]);
+            }
+            return coll_reduce_scatter(flat.data_ptr(), out.data_ptr(), n, dt, op, c);
+        });
     }
 
     c10::intrusive_ptr<c10d::Work> _reduce_scatter_base(at::Tensor &output, at::Tensor &input,
@@ -212,9 +247,12 @@ class ProcessGroupColl : public c10d::ProcessGroup {
         at::Tensor in = contiguous(input, "input"), out = contiguous(output, "output");
         TORCH_CHECK(in.numel() == out.numel() * getSize(),
                     "coll backend: _reduce_scatter_base input must hold size x output elements");
-        return start(c10d::OpType::_REDUCE_SCATTER_BASE, {out}, [&](coll_request_t **r) {
-            return coll_ireduce_scatter(in.data_ptr(), out.data_ptr(), out.numel(), to_dtype(out),
-                                        to_op(opts.reduceOp), comm_, r);
+        size_t       n  = out.numel();
+        coll_dtype_t dt = to_dtype(out);
+        coll_redop_t op = to_op(opts.reduceOp);
+        coll_comm_t *c  = comm_;
+        return run(c10d::OpType::_REDUCE_SCATTER_BASE, {out}, [in, out, n, dt, op, c] {
+            return coll_reduce_scatter(in.data_ptr(), out.data_ptr(), n, dt, op, c);
         });
     }
 
@@ -228,9 +266,11 @@ class ProcessGroupColl : public c10d::ProcessGroup {
         at::Tensor in = contiguous(input, "input"), out = contiguous(output, "output");
         TORCH_CHECK(in.numel() == out.numel() && in.numel() % getSize() == 0,
                     "coll backend: alltoall_base needs equal sizes divisible by the world size");
-        return start(c10d::OpType::ALLTOALL_BASE, {out}, [&](coll_request_t **r) {
-            return coll_ialltoall(in.data_ptr(), out.data_ptr(), in.numel() / getSize(),
-                                  to_dtype(in), comm_, r);
+        size_t       n  = in.numel() / getSize();
+        coll_dtype_t dt = to_dtype(in);
+        coll_comm_t *c  = comm_;
+        return start(c10d::OpType::ALLTOALL_BASE, {out}, [in, out, n, dt, c](coll_request_t **r) {
+            return coll_ialltoall(in.data_ptr(), out.data_ptr(), n, dt, c, r);
         });
     }
 
@@ -241,21 +281,26 @@ class ProcessGroupColl : public c10d::ProcessGroup {
         TORCH_CHECK((int)outputs.size() == getSize() && (int)inputs.size() == getSize(),
                     "coll backend: alltoall needs ", getSize(), " inputs and outputs");
         std::vector<at::Tensor> parts;
+        int64_t                 n = inputs[0].numel();
         for (auto &t : inputs) {
+            check_cpu(t, "an input");
+            TORCH_CHECK(t.numel() == n, "coll backend: alltoall needs tensors of equal size");
             parts.push_back(t.reshape(-1));
         }
-        at::Tensor in = at::cat(parts), out = at::empty_like(in);
-        int64_t    n  = inputs[0].numel();
-        for (auto &t : inputs) {
+        for (auto &t : outputs) {
+            check_cpu(t, "an output");
             TORCH_CHECK(t.numel() == n, "coll backend: alltoall needs tensors of equal size");
         }
-        auto outs = outputs;
+        at::Tensor   in = at::cat(parts), out = at::empty_like(in);
+        coll_dtype_t dt = to_dtype(in);
+        coll_comm_t *c  = comm_;
+        auto         outs = outputs;
         return start(
             c10d::OpType::ALLTOALL, outs,
-            [&](coll_request_t **r) {
-                return coll_ialltoall(in.data_ptr(), out.data_ptr(), n, to_dtype(in), comm_, r);
+            [in, out, n, dt, c](coll_request_t **r) {
+                return coll_ialltoall(in.data_ptr(), out.data_ptr(), (size_t)n, dt, c, r);
             },
-            [outs, out, in, n]() mutable {
+            [outs, out, n]() mutable {
                 for (size_t i = 0; i < outs.size(); i++) {
                     outs[i].view(-1).copy_(out.narrow(0, (int64_t)i * n, n));
                 }
@@ -264,33 +309,33 @@ class ProcessGroupColl : public c10d::ProcessGroup {
 
     c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions &) override
     {
+        coll_comm_t *c = comm_;
         return start(c10d::OpType::BARRIER, {},
-                     [&](coll_request_t **r) { return coll_ibarrier(comm_, r); });
+                     [c](coll_request_t **r) { return coll_ibarrier(c, r); });
     }
 
     c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor> &tensors, int dstRank,
                                         int) override
     {
-        at::Tensor t = single(tensors, "send");
-        return start(c10d::OpType::SEND, {t}, [&](coll_request_t **r) {
-            return coll_isend(t.data_ptr(), t.numel(), to_dtype(t), dstRank, comm_, r);
-        });
+        return p2p(c10d::OpType::SEND, tensors, dstRank);
     }
 
     c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor> &tensors, int srcRank,
                                         int) override
     {
-        at::Tensor t = single(tensors, "recv");
-        return start(c10d::OpType::RECV, {t}, [&](coll_request_t **r) {
-            return coll_irecv(t.data_ptr(), t.numel(), to_dtype(t), srcRank, comm_, r);
-        });
+        return p2p(c10d::OpType::RECV, tensors, srcRank);
     }
 
   private:
+    using Launch = std::function<coll_result_t(coll_request_t **)>; // starts a request
+    using Run    = std::function<coll_result_t()>;                   // a blocking call
+
     struct Pending {
         c10::intrusive_ptr<WorkColl> work;
-        coll_request_t              *req;
-        std::function<void()>        after;
+        Launch                       launch; // a non-blocking operation, or
+        Run                          run;    // a blocking one
+        std::function<void()>        after;  // copies once launch's request ended well
+        coll_request_t              *req = nullptr;
     };
 
     static void check(coll_result_t st, coll_comm_t *comm, const char *what)
@@ -312,48 +357,113 @@ class ProcessGroupColl : public c10d::ProcessGroup {
         return contiguous(ts[0], "the tensor");
     }
 
-    c10::intrusive_ptr<c10d::Work>
-    start(c10d::OpType type, std::vector<at::Tensor> outputs,
-          const std::function<coll_result_t(coll_request_t **)> &launch,
-          std::function<void()> after = nullptr)
+    // Queue an operation for the runner: a request that launch starts (after: run once it
+    // ended well, copies out of a staging buffer) ...
+    c10::intrusive_ptr<c10d::Work> start(c10d::OpType type, std::vector<at::Tensor> outputs,
+                                         Launch launch, std::function<void()> after = nullptr)
     {
-        auto            work = c10::make_intrusive<WorkColl>(getRank(), type, outputs);
-        coll_request_t *req  = nullptr;
-        check(launch(&req), comm_, "starting the operation");
+        return queue(type, std::move(outputs), std::move(launch), nullptr, std::move(after));
+    }
+
+    // ... or an all-reduce, reduce-scatter or all-gather as a blocking call (the direct path and
+    // the small-call slots among the ranks of one host match only those).
+    c10::intrusive_ptr<c10d::Work> run(c10d::OpType type, std::vector<at::Tensor> outputs, Run fn)
+    {
+        return queue(type, std::move(outputs), nullptr, std::move(fn), nullptr);
+    }
+
+    c10::intrusive_ptr<c10d::Work> queue(c10d::OpType type, std::vector<at::Tensor> outputs,
+                                         Launch launch, Run fn, std::function<void()> after)
+    {
+        auto work = c10::make_intrusive<WorkColl>(getRank(), type, outputs);
         {
             std::lock_guard<std::mutex> g(m_);
-            queue_.push_back(Pending{work, req, std::move(after)});
+            TORCH_CHECK(!stop_, "coll backend: the process group is being destroyed");
+            queue_.push_back(Pending{work, std::move(launch), std::move(fn), std::move(after)});
         }
         cv_.notify_one();
         return work;
     }
 
-    void waiter_main()
+    c10::intrusive_ptr<c10d::Work> p2p(c10d::OpType type, std::vector<at::Tensor> &tensors,
+                                       int peer)
     {
+        bool         send = type == c10d::OpType::SEND;
+        at::Tensor   t    = single(tensors, send ? "send" : "recv");
+        size_t       n    = t.numel();
+        coll_dtype_t dt   = to_dtype(t);
+        coll_comm_t *c    = comm_;
+        return start(type, {t}, [t, n, dt, peer, c, send](coll_request_t **r) {
+            return send ? coll_isend(t.data_ptr(), n, dt, peer, c, r)
+                        : coll_irecv(t.data_ptr(), n, dt, peer, c, r);
+        });
+    }
+
+    // count elements of like's type in the runner's staging buffer, kept from call to call (a
+    // fresh buffer of many MiB would fault its pages in at every call). Only blocking calls use
+    // it, on the runner, one at a time.
+    at::Tensor staging(size_t count, const at::Tensor &like)
+    {
+        int64_t bytes = (int64_t)(count * like.element_size());
+        if (!stage_.defined() || stage_.numel() < bytes) {
+            stage_ = at::empty({bytes}, at::TensorOptions().dtype(at::kByte));
+        }
+        return stage_.narrow(0, 0, bytes).view(like.scalar_type());
+    }
+
+    // Complete p's Work: with e, or st's error, or after its copies.
+    void finish(Pending &p, coll_result_t st, std::exception_ptr e = nullptr)
+    {
+        if (!e && st != COLL_OK) {
+            e = std::make_exception_ptr(std::runtime_error(
+                std::string("coll backend: ") + coll_comm_last_error(comm_)));
+        } else if (!e && p.after) {
+            try {
+                p.after();
+            } catch (...) {
+                e = std::current_exception();
+            }
+        }
+        p.work->complete(e);
+        p.launch = nullptr; // drops the tensors they hold
+        p.run    = nullptr;
+        p.after  = nullptr;
+    }
+
+    // The queue in call order: everything queued so far is started (a blocking operation runs to
+    // its end), then the oldest request in flight is waited for, and so on. Every rank runs the
+    // same sequence, so they match.
+    void runner_main()
+    {
+        std::deque<Pending> inflight;
         for (;;) {
-            Pending p;
+            std::deque<Pending> batch;
             {
                 std::unique_lock<std::mutex> g(m_);
-                cv_.wait(g, [this] { return stop_ || !queue_.empty(); });
-                if (queue_.empty()) {
+                cv_.wait(g, [&] { return stop_ || !queue_.empty() || !inflight.empty(); });
+                if (queue_.empty() && inflight.empty()) {
                     return;
                 }
-                p = std::move(queue_.front());
-                queue_.pop_front();
+                batch.swap(queue_);
             }
-            coll_result_t      st = coll_wait(p.req);
-            std::exception_ptr e;
-            if (st != COLL_OK) {
-                e = std::make_exception_ptr(std::runtime_error(
-                    std::string("coll backend: ") + coll_comm_last_error(comm_)));
-            } else if (p.after) {
-                try {
-                    p.after();
-                } catch (...) {
+            for (auto &p : batch) {
+                coll_result_t      st = COLL_OK;
+                std::exception_ptr e;
+                try { /* a blocking call's waits progress the requests in flight */
+                    st = p.run ? p.run() : p.launch(&p.req);
+                } catch (...) { /* a staging buffer's allocation or copy */
                     e = std::current_exception();
                 }
+                if (p.run || st != COLL_OK || e) {
+                    finish(p, st, e);
+                } else {
+                    inflight.push_back(std::move(p));
+                }
             }
-            p.work->complete(e);
+            if (!inflight.empty()) {
+                finish(inflight.front(), coll_wait(inflight.front().req));
+                inflight.pop_front();
+            }
         }
     }
 
@@ -362,7 +472,8 @@ class ProcessGroupColl : public c10d::ProcessGroup {
     std::condition_variable cv_;
     std::deque<Pending>     queue_;
     bool                    stop_ = false;
-    std::thread             waiter_;
+    at::Tensor              stage_; // the runner's (staging())
+    std::thread             runner_;
 };
 
 } // namespace

@@ -48,12 +48,15 @@ for a in "-n x" "-r 0" "-C bogus" "-z"; do
 done
 # bench/compare's summary: %bound = 2n*S / B over the median time (B from the membw lines):
 # 2 ranks, 1 MiB, B = 41.94304 GB/s -> 100 us; libcoll's median 200 us -> 50 %, libcoll-reg's
-# 100 us -> 100 %; no %bound for an all-gather, none without the membw lines
+# 100 us -> 100 %; no %bound for an all-gather, none without the membw lines. torch-coll (this
+# library under torch.distributed, 50 us) is no peer: the best peer stays ompi, and its own
+# column is torch (800 us) / torch-coll = 16.00
 if [ -x /usr/bin/python3 ]; then
     printf '%s\n' "1 libcoll allreduce 2 1048576 150" "2 libcoll allreduce 2 1048576 200" \
         "3 libcoll allreduce 2 1048576 900" "1 libcoll-reg allreduce 2 1048576 100" \
         "1 ompi allreduce 2 1048576 400" "1 ompi allgather 2 1048576 400" \
-        "1 libcoll allgather 2 1048576 200" >"$tmp/raw"
+        "1 libcoll allgather 2 1048576 200" "1 torch allreduce 2 1048576 800" \
+        "1 torch-coll allreduce 2 1048576 50" >"$tmp/raw"
     printf '%s\n' "1 41.94304" "2 10" "3 50" >"$tmp/bw"
     mkdir -p "$tmp/s1" "$tmp/s2"
     /usr/bin/python3 "$srcdir/bench/compare.d/summary.py" "$tmp/raw" "$tmp/s1" "$tmp/bw" \
@@ -61,9 +64,10 @@ if [ -x /usr/bin/python3 ]; then
     : >"$tmp/empty" # membw missing or silent: no %bound either
     /usr/bin/python3 "$srcdir/bench/compare.d/summary.py" "$tmp/raw" "$tmp/s2" "$tmp/empty" \
         >"$tmp/t2" 2>/dev/null
-    if grep -q '^| 1048576 | .* | ompi | 2.00 | 4.00 | 50 % | 100 % |$' "$tmp/t1" &&
-        [ "$(grep -c ' % |$' "$tmp/t1")" = 1 ] && ! grep -q '%bound' "$tmp/t2"; then
-        ok "compare's summary: %bound from the membw lines (all-reduce only)"
+    if grep -q '^| 1048576 | .* | ompi | 2.00 | 4.00 | 50 % | 100 % | 16.00 |$' "$tmp/t1" &&
+        [ "$(grep -c ' % |' "$tmp/t1")" = 1 ] && ! grep -q '%bound' "$tmp/t2" &&
+        grep -q '^| 1048576 | .* | ompi | 2.00 | 4.00 | 16.00 |$' "$tmp/t2"; then
+        ok "compare's summary: %bound from the membw lines (all-reduce only); torch-coll no peer"
     else bad "compare's summary %bound"; cat "$tmp/t1" "$tmp/t2"; fi
 fi
 echo "test_bench_bound: $pass passed, $fail failed"

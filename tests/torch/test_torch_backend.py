@@ -8,6 +8,7 @@ must be identical. Prints the per-step time of both as a side note (the bench ha
 import os
 import sys
 import time
+from datetime import timedelta
 
 import torch
 import torch.distributed as dist
@@ -16,7 +17,8 @@ sys.path.insert(0, os.environ["TORCH_COLL_LIB"])
 import torch_coll  # noqa: F401,E402  (registers the backend)
 
 rank, ws = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
-dist.init_process_group(backend="coll", rank=rank, world_size=ws)
+# a deadlock fails within a minute, naming the call (the default is 30 minutes)
+dist.init_process_group(backend="coll", rank=rank, world_size=ws, timeout=timedelta(seconds=60))
 coll = dist.group.WORLD
 gloo = dist.new_group(backend="gloo")
 assert dist.get_backend() == "coll", dist.get_backend()
@@ -97,6 +99,21 @@ out = torch.empty(100)
 dist.reduce_scatter_tensor(out, torch.cat(parts), group=coll)
 same(out, full[rank * 100:(rank + 1) * 100], "reduce_scatter_tensor")
 
+# the list forms stage through one buffer kept from call to call: sizes up and down, other types
+for k, (dtype, n) in enumerate(((torch.int64, 5000), (torch.float16, 17), (torch.float64, 3000))):
+    a = data(dtype, n, salt=10 + k)
+    la = [torch.empty(n, dtype=dtype) for _ in range(ws)]
+    lb = [torch.empty(n, dtype=dtype) for _ in range(ws)]
+    dist.all_gather(la, a, group=coll)
+    dist.all_gather(lb, a, group=gloo)
+    same(torch.cat(la), torch.cat(lb), f"all_gather of {n} {dtype}")
+    parts = [data(dtype, n, salt=20 + k + i) for i in range(ws)]
+    out = torch.empty(n, dtype=dtype)
+    dist.reduce_scatter(out, parts, group=coll)
+    full = torch.cat(parts)
+    dist.all_reduce(full, group=gloo)
+    same(out, full[rank * n:(rank + 1) * n], f"reduce_scatter of {n} {dtype}")
+
 # all_to_all (single tensor and lists)
 a = data(torch.float32, 64 * ws)
 oa, ob = torch.empty(64 * ws), torch.empty(64 * ws)
@@ -116,6 +133,47 @@ for q in reqs:
     q.wait()
 same(r, torch.full((1000,), float((rank - 1) % ws)), "isend/irecv")
 dist.barrier(group=coll)
+
+# the direct path (one host): all-reduce, all-gather and reduce-scatter large enough for it;
+# test_torch.sh finds its log line for each
+big = data(torch.float32, 1 << 18, salt=3)
+ref = big.clone()
+dist.all_reduce(big, group=coll)
+dist.all_reduce(ref, group=gloo)
+same(big, ref, "all_reduce of 1 MiB")
+part = data(torch.float32, 1 << 16, salt=4)
+out = torch.empty((1 << 16) * ws)
+dist.all_gather_into_tensor(out, part, group=coll)
+lb = [torch.empty(1 << 16) for _ in range(ws)]
+dist.all_gather(lb, part, group=gloo)
+same(out, torch.cat(lb), "all_gather_into_tensor of 256 KiB per rank")
+full = data(torch.float32, (1 << 16) * ws, salt=5)
+out = torch.empty(1 << 16)
+dist.reduce_scatter_tensor(out, full, group=coll)
+dist.all_reduce(full, group=gloo)
+same(out, full[rank << 16:(rank + 1) << 16], "reduce_scatter_tensor of 256 KiB per rank")
+
+# operations of both kinds in flight at once, waited for last to first: a send started before
+# an all-reduce (which runs as a blocking call) and received after it, as the calls come
+src = torch.full((1 << 18,), float(rank) + 0.5)
+dst = torch.empty(1 << 18)
+bc, bc_ref = data(torch.float32, 1000, salt=6), data(torch.float32, 1000, salt=6)
+big, big_ref = data(torch.float32, 1 << 18, salt=7), data(torch.float32, 1 << 18, salt=7)
+small, small_ref = data(torch.float64, 3, salt=8), data(torch.float64, 3, salt=8)
+works = [dist.isend(src, (rank + 1) % ws, group=coll),
+         dist.broadcast(bc, src=ws - 1, group=coll, async_op=True),
+         dist.all_reduce(big, group=coll, async_op=True),
+         dist.irecv(dst, (rank - 1) % ws, group=coll),
+         dist.all_reduce(small, op=dist.ReduceOp.MAX, group=coll, async_op=True)]
+for w in reversed(works):
+    w.wait()
+dist.broadcast(bc_ref, src=ws - 1, group=gloo)
+dist.all_reduce(big_ref, group=gloo)
+dist.all_reduce(small_ref, op=dist.ReduceOp.MAX, group=gloo)
+same(bc, bc_ref, "broadcast in flight with others")
+same(big, big_ref, "all_reduce in flight with others")
+same(small, small_ref, "small all_reduce in flight with others")
+same(dst, torch.full((1 << 18,), float((rank - 1) % ws) + 0.5), "send across an all_reduce")
 
 # bad input: a clear error, not a crash
 try:
