@@ -203,6 +203,12 @@ COLL_API coll_result_t coll_comm_shrink(coll_comm_t *comm, coll_comm_t **newcomm
 COLL_API coll_result_t coll_comm_rank(const coll_comm_t *comm, int *rank_p);
 /** @brief Number of ranks in comm. */
 COLL_API coll_result_t coll_comm_size(const coll_comm_t *comm, int *size_p);
+/**
+ * @brief Number of hosts comm's ranks run on (as COLL_HOSTID or the host's identity tells them
+ *        apart). 1: every rank shares this host, where blocking all-reduces, reduce-scatters
+ *        and all-gathers take the single-copy direct path (which matches only blocking calls).
+ */
+COLL_API coll_result_t coll_comm_nhosts(const coll_comm_t *comm, int *nhosts_p);
 /** @brief First error the communicator hit (COLL_OK if none), like ncclCommGetAsyncError. */
 COLL_API coll_result_t coll_comm_get_error(const coll_comm_t *comm);
 /** @brief Human-readable message of the communicator's last error (argument, rank or peer). */

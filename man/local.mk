@@ -23,6 +23,7 @@ dist_man_MANS += \
     man/man3/coll_comm_init_rank.3 \
     man/man3/coll_comm_init_rank_config.3 \
     man/man3/coll_comm_last_error.3 \
+    man/man3/coll_comm_nhosts.3 \
     man/man3/coll_comm_rank.3 \
     man/man3/coll_comm_register.3 \
     man/man3/coll_comm_revoke.3 \

@@ -2,15 +2,15 @@
 //
 // torch.distributed backend "coll": a c10d::ProcessGroup (PyTorch 1.13's API) on libcoll. Each
 // call checks its arguments, queues the operation and returns a Work at once. One thread per
-// process group runs the queue in call order, the same on every rank: all-reduces,
-// reduce-scatters and all-gathers run as blocking calls there, so that among the ranks of one
-// host they take libcoll's single-copy direct path and its small-call slots (which match only
-// blocking calls); every other operation starts as a non-blocking request. The requests in
-// flight keep progressing while a blocking call waits for its peers, and are ended in order
-// whenever the queue is empty. The thread copies results where an operation needs a staging
-// buffer and completes the Work and its Future (which DDP's reducer waits on). It does not spin
-// for the next call: on 2 CPUs with 2 ranks a spinning thread takes the CPU its caller needs.
-// CPU tensors; the unique id travels through the c10d store.
+// process group runs the queue in call order, the same on every rank. Where every rank is on
+// this host, all-reduces, reduce-scatters and all-gathers run there as blocking calls, so that
+// they take libcoll's single-copy direct path and its small-call slots (which match only
+// blocking calls); across hosts, and for every other operation, it starts non-blocking requests,
+// which overlap. The requests in flight keep progressing while a blocking call waits for its
+// peers. The thread copies results where an operation needs a staging buffer and completes the
+// Work and its Future (which DDP's reducer waits on). It does not spin for the next call: on 2
+// CPUs with 2 ranks a spinning thread takes the CPU its caller needs. CPU tensors; the unique
+// id travels through the c10d store.
 #include <torch/extension.h>
 #include <pybind11/chrono.h>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
@@ -19,7 +19,9 @@
 
 #include <coll.h>
 
+#include <chrono>
 #include <condition_variable>
+#include <memory>
 #include <deque>
 #include <functional>
 #include <mutex>
@@ -90,7 +92,8 @@ class WorkColl : public c10d::Work {
 class ProcessGroupColl : public c10d::ProcessGroup {
   public:
     ProcessGroupColl(coll_comm_t *comm, int rank, int size)
-        : c10d::ProcessGroup(rank, size), comm_(comm), runner_([this] { runner_main(); })
+        : c10d::ProcessGroup(rank, size), comm_(comm), one_host_(hosts_of(comm) == 1),
+          runner_([this] { runner_main(); })
     {
     }
 
@@ -139,8 +142,10 @@ class ProcessGroupColl : public c10d::ProcessGroup {
         coll_dtype_t dt = to_dtype(t);
         coll_redop_t op = to_op(opts.reduceOp);
         coll_comm_t *c  = comm_;
-        return run(c10d::OpType::ALLREDUCE, {t},
-                   [t, p, n, dt, op, c] { return coll_allreduce(p, p, n, dt, op, c); });
+        return start(c10d::OpType::ALLREDUCE, {t}, [t, p, n, dt, op, c](coll_request_t **r) {
+            return r == nullptr ? coll_allreduce(p, p, n, dt, op, c)
+                                : coll_iallreduce(p, p, n, dt, op, c, r);
+        }, nullptr, true);
     }
 
     c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor> &tensors,
@@ -180,24 +185,30 @@ class ProcessGroupColl : public c10d::ProcessGroup {
         TORCH_CHECK(outputs.size() == 1 && (int)outputs[0].size() == getSize(),
                     "coll backend: allgather needs one list of ", getSize(), " output tensors");
         for (auto &o : outputs[0]) {
-            check_cpu(o, "an output");
-            TORCH_CHECK(o.numel() == in.numel(), "coll backend: allgather outputs must have as "
-                        "many elements as the input");
+            contiguous(o, "an output");
+            TORCH_CHECK(o.numel() == in.numel() && o.scalar_type() == in.scalar_type(),
+                        "coll backend: allgather outputs must have the input's size and type");
         }
         size_t       n    = in.numel();
         coll_dtype_t dt   = to_dtype(in);
         coll_comm_t *c    = comm_;
         auto         outs = outputs[0];
-        return run(
+        auto flat = std::make_shared<at::Tensor>(); // the runner's staging when blocking
+        return start(
             c10d::OpType::ALLGATHER, outs,
-            [this, in, outs, n, dt, c] {
-                at::Tensor    flat = staging(outs.size() * n, in);
-                coll_result_t st   = coll_allgather(in.data_ptr(), flat.data_ptr(), n, dt, c);
-                for (size_t i = 0; st == COLL_OK && i < outs.size(); i++) {
-                    outs[i].view(-1).copy_(flat.narrow(0, (int64_t)(i * n), (int64_t)n));
+            [this, in, outs, flat, n, dt, c](coll_request_t **r) {
+                *flat = r == nullptr ? staging(outs.size() * n, in)
+                                     : at::empty({(int64_t)(outs.size() * n)}, in.options());
+                return r == nullptr ? coll_allgather(in.data_ptr(), flat->data_ptr(), n, dt, c)
+                                    : coll_iallgather(in.data_ptr(), flat->data_ptr(), n, dt, c, r);
+            },
+            [outs, flat, n]() mutable {
+                for (size_t i = 0; i < outs.size(); i++) {
+                    outs[i].view(-1).copy_(flat->narrow(0, (int64_t)(i * n), (int64_t)n));
                 }
-                return st;
-            });
+                flat->reset();
+            },
+            true);
     }
 
     c10::intrusive_ptr<c10d::Work> _allgather_base(at::Tensor &output, at::Tensor &input,
@@ -209,9 +220,10 @@ class ProcessGroupColl : public c10d::ProcessGroup {
         size_t       n  = in.numel();
         coll_dtype_t dt = to_dtype(in);
         coll_comm_t *c  = comm_;
-        return run(c10d::OpType::_ALLGATHER_BASE, {out}, [in, out, n, dt, c] {
-            return coll_allgather(in.data_ptr(), out.data_ptr(), n, dt, c);
-        });
+        return start(c10d::OpType::_ALLGATHER_BASE, {out}, [in, out, n, dt, c](coll_request_t **r) {
+            return r == nullptr ? coll_allgather(in.data_ptr(), out.data_ptr(), n, dt, c)
+                                : coll_iallgather(in.data_ptr(), out.data_ptr(), n, dt, c, r);
+        }, nullptr, true);
     }
 
     c10::intrusive_ptr<c10d::Work> reduce_scatter(std::vector<at::Tensor> &outputs,
@@ -224,21 +236,29 @@ class ProcessGroupColl : public c10d::ProcessGroup {
         std::vector<at::Tensor> parts;
         for (auto &t : inputs[0]) {
             check_cpu(t, "an input");
-            TORCH_CHECK(t.numel() == out.numel(), "coll backend: reduce_scatter inputs must have "
-                        "as many elements as the output");
+            TORCH_CHECK(t.numel() == out.numel() && t.scalar_type() == out.scalar_type(),
+                        "coll backend: reduce_scatter inputs must have the output's size and type");
             parts.push_back(t.reshape(-1));
         }
         size_t       n  = out.numel();
         coll_dtype_t dt = to_dtype(out);
         coll_redop_t op = to_op(opts.reduceOp);
         coll_comm_t *c  = comm_;
-        return run(c10d::OpType::REDUCE_SCATTER, {out}, [this, parts, out, n, dt, op, c] {
-            at::Tensor flat = staging(parts.size() * n, out);
-            for (size_t i = 0; i < parts.size(); i++) {
-                flat.narrow(0, (int64_t)(i * n), (int64_t)n).copy_(parts[i]);
-            }
-            return coll_reduce_scatter(flat.data_ptr(), out.data_ptr(), n, dt, op, c);
-        });
+        auto flat = std::make_shared<at::Tensor>(); // kept until the request ends
+        return start(c10d::OpType::REDUCE_SCATTER, {out},
+                     [this, parts, out, flat, n, dt, op, c](coll_request_t **r) {
+                         *flat = r == nullptr
+                                     ? staging(parts.size() * n, out)
+                                     : at::empty({(int64_t)(parts.size() * n)}, out.options());
+                         for (size_t i = 0; i < parts.size(); i++) {
+                             flat->narrow(0, (int64_t)(i * n), (int64_t)n).copy_(parts[i]);
+                         }
+                         return r == nullptr ? coll_reduce_scatter(flat->data_ptr(),
+                                                                   out.data_ptr(), n, dt, op, c)
+                                             : coll_ireduce_scatter(flat->data_ptr(),
+                                                                    out.data_ptr(), n, dt, op, c, r);
+                     },
+                     [flat]() { flat->reset(); }, true);
     }
 
     c10::intrusive_ptr<c10d::Work> _reduce_scatter_base(at::Tensor &output, at::Tensor &input,
@@ -251,9 +271,14 @@ class ProcessGroupColl : public c10d::ProcessGroup {
         coll_dtype_t dt = to_dtype(out);
         coll_redop_t op = to_op(opts.reduceOp);
         coll_comm_t *c  = comm_;
-        return run(c10d::OpType::_REDUCE_SCATTER_BASE, {out}, [in, out, n, dt, op, c] {
-            return coll_reduce_scatter(in.data_ptr(), out.data_ptr(), n, dt, op, c);
-        });
+        return start(c10d::OpType::_REDUCE_SCATTER_BASE, {out},
+                     [in, out, n, dt, op, c](coll_request_t **r) {
+                         return r == nullptr
+                                    ? coll_reduce_scatter(in.data_ptr(), out.data_ptr(), n, dt, op, c)
+                                    : coll_ireduce_scatter(in.data_ptr(), out.data_ptr(), n, dt,
+                                                           op, c, r);
+                     },
+                     nullptr, true);
     }
 
     c10::intrusive_ptr<c10d::Work> alltoall_base(at::Tensor &output, at::Tensor &input,
@@ -288,8 +313,9 @@ class ProcessGroupColl : public c10d::ProcessGroup {
             parts.push_back(t.reshape(-1));
         }
         for (auto &t : outputs) {
-            check_cpu(t, "an output");
-            TORCH_CHECK(t.numel() == n, "coll backend: alltoall needs tensors of equal size");
+            contiguous(t, "an output");
+            TORCH_CHECK(t.numel() == n && t.scalar_type() == inputs[0].scalar_type(),
+                        "coll backend: alltoall needs tensors of equal size and type");
         }
         at::Tensor   in = at::cat(parts), out = at::empty_like(in);
         coll_dtype_t dt = to_dtype(in);
@@ -327,16 +353,25 @@ class ProcessGroupColl : public c10d::ProcessGroup {
     }
 
   private:
-    using Launch = std::function<coll_result_t(coll_request_t **)>; // starts a request
-    using Run    = std::function<coll_result_t()>;                   // a blocking call
+    // launch(&req) starts a request; launch(nullptr), where blocking is set, runs the blocking
+    // call instead.
+    using Launch = std::function<coll_result_t(coll_request_t **)>;
 
     struct Pending {
         c10::intrusive_ptr<WorkColl> work;
-        Launch                       launch; // a non-blocking operation, or
-        Run                          run;    // a blocking one
-        std::function<void()>        after;  // copies once launch's request ended well
+        Launch                       launch;
+        std::function<void()>        after;    // once it ended well: copies out of staging
+        bool                         blocking; // run as a blocking call
+        bool                         p2p;      // a send or receive
         coll_request_t              *req = nullptr;
     };
+
+    static int hosts_of(coll_comm_t *comm)
+    {
+        int hosts = 0;
+        check(coll_comm_nhosts(comm, &hosts), comm, "coll_comm_nhosts");
+        return hosts;
+    }
 
     static void check(coll_result_t st, coll_comm_t *comm, const char *what)
     {
@@ -357,29 +392,21 @@ class ProcessGroupColl : public c10d::ProcessGroup {
         return contiguous(ts[0], "the tensor");
     }
 
-    // Queue an operation for the runner: a request that launch starts (after: run once it
-    // ended well, copies out of a staging buffer) ...
+    // Queue an operation for the runner. may_block: an all-reduce, reduce-scatter or
+    // all-gather, which runs as a blocking call where every rank is on this host (there the
+    // direct path and the small-call slots, which match only blocking calls, take it; across
+    // hosts the requests of several calls overlap in flight instead).
     c10::intrusive_ptr<c10d::Work> start(c10d::OpType type, std::vector<at::Tensor> outputs,
-                                         Launch launch, std::function<void()> after = nullptr)
-    {
-        return queue(type, std::move(outputs), std::move(launch), nullptr, std::move(after));
-    }
-
-    // ... or an all-reduce, reduce-scatter or all-gather as a blocking call (the direct path and
-    // the small-call slots among the ranks of one host match only those).
-    c10::intrusive_ptr<c10d::Work> run(c10d::OpType type, std::vector<at::Tensor> outputs, Run fn)
-    {
-        return queue(type, std::move(outputs), nullptr, std::move(fn), nullptr);
-    }
-
-    c10::intrusive_ptr<c10d::Work> queue(c10d::OpType type, std::vector<at::Tensor> outputs,
-                                         Launch launch, Run fn, std::function<void()> after)
+                                         Launch launch, std::function<void()> after = nullptr,
+                                         bool may_block = false)
     {
         auto work = c10::make_intrusive<WorkColl>(getRank(), type, outputs);
+        bool p2p  = type == c10d::OpType::SEND || type == c10d::OpType::RECV;
         {
             std::lock_guard<std::mutex> g(m_);
             TORCH_CHECK(!stop_, "coll backend: the process group is being destroyed");
-            queue_.push_back(Pending{work, std::move(launch), std::move(fn), std::move(after)});
+            queue_.push_back(Pending{work, std::move(launch), std::move(after),
+                                     may_block && one_host_, p2p});
         }
         cv_.notify_one();
         return work;
@@ -401,7 +428,7 @@ class ProcessGroupColl : public c10d::ProcessGroup {
 
     // count elements of like's type in the runner's staging buffer, kept from call to call (a
     // fresh buffer of many MiB would fault its pages in at every call). Only blocking calls use
-    // it, on the runner, one at a time.
+    // it (a request stages through a buffer of its own), on the runner, one at a time.
     at::Tensor staging(size_t count, const at::Tensor &like)
     {
         int64_t bytes = (int64_t)(count * like.element_size());
@@ -426,16 +453,21 @@ class ProcessGroupColl : public c10d::ProcessGroup {
         }
         p.work->complete(e);
         p.launch = nullptr; // drops the tensors they hold
-        p.run    = nullptr;
         p.after  = nullptr;
     }
 
-    // The queue in call order: everything queued so far is started (a blocking operation runs to
-    // its end), then the oldest request in flight is waited for, and so on. Every rank runs the
-    // same sequence, so they match.
+    // The queue in call order: everything queued so far is started (a blocking call runs to its
+    // end; its waits progress the requests in flight), then the oldest request in flight is
+    // ended. Every rank starts the same sequence, so the collectives match, and waiting for a
+    // collective cannot hold back what another rank needs: each starts its collectives in the
+    // same order and none blocks on anything else. A send or receive may wait for a call that
+    // its peer makes later (an exchange: receive, then send): it is tested, with naps woken by
+    // the next call, so that the calls queued meanwhile start.
     void runner_main()
     {
+        at::NoGradGuard     no_grad; // copies into staging must not record autograd history
         std::deque<Pending> inflight;
+        double              nap_us = kNapMinUs;
         for (;;) {
             std::deque<Pending> batch;
             {
@@ -449,21 +481,38 @@ class ProcessGroupColl : public c10d::ProcessGroup {
             for (auto &p : batch) {
                 coll_result_t      st = COLL_OK;
                 std::exception_ptr e;
-                try { /* a blocking call's waits progress the requests in flight */
-                    st = p.run ? p.run() : p.launch(&p.req);
+                try {
+                    st = p.launch(p.blocking ? nullptr : &p.req);
                 } catch (...) { /* a staging buffer's allocation or copy */
                     e = std::current_exception();
                 }
-                if (p.run || st != COLL_OK || e) {
+                if (p.blocking || st != COLL_OK || e) {
                     finish(p, st, e);
                 } else {
                     inflight.push_back(std::move(p));
                 }
             }
-            if (!inflight.empty()) {
-                finish(inflight.front(), coll_wait(inflight.front().req));
-                inflight.pop_front();
+            if (inflight.empty()) {
+                continue;
             }
+            Pending &p = inflight.front();
+            if (!p.p2p) {
+                finish(p, coll_wait(p.req));
+                inflight.pop_front();
+                continue;
+            }
+            int           done = 0;
+            coll_result_t st   = coll_test(p.req, &done);
+            if (done) {
+                finish(p, st);
+                inflight.pop_front();
+                nap_us = kNapMinUs;
+                continue;
+            }
+            std::unique_lock<std::mutex> g(m_);
+            cv_.wait_for(g, std::chrono::microseconds((int64_t)nap_us),
+                         [&] { return stop_ || !queue_.empty(); });
+            nap_us = nap_us * 2 < kNapMaxUs ? nap_us * 2 : kNapMaxUs;
         }
     }
 
@@ -472,7 +521,9 @@ class ProcessGroupColl : public c10d::ProcessGroup {
     std::condition_variable cv_;
     std::deque<Pending>     queue_;
     bool                    stop_ = false;
-    at::Tensor              stage_; // the runner's (staging())
+    at::Tensor              stage_;            // the runner's (staging())
+    bool                    one_host_ = false; // every rank on this host (coll_comm_nhosts)
+    static constexpr double kNapMinUs = 20.0, kNapMaxUs = 1000.0; // between tests of a send/recv
     std::thread             runner_;
 };
 

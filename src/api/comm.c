@@ -483,6 +483,16 @@ COLL_API coll_result_t coll_comm_size(const coll_comm_t *comm, int *size_p)
     return COLL_OK;
 }
 
+COLL_API coll_result_t coll_comm_nhosts(const coll_comm_t *comm, int *nhosts_p)
+{
+    COLL_CHECK(coll_comm_check_handle(comm, "coll_comm_nhosts"));
+    if (nhosts_p == NULL) {
+        return coll_set_last_error(COLL_ERR_INVALID_ARG, "coll_comm_nhosts: nhosts_p is NULL");
+    }
+    *nhosts_p = comm->layout.nhosts;
+    return COLL_OK;
+}
+
 COLL_API coll_result_t coll_comm_get_error(const coll_comm_t *comm)
 {
     COLL_CHECK(coll_comm_check_handle(comm, "coll_comm_get_error"));

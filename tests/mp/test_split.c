@@ -2,23 +2,49 @@
 /*
  * coll_comm_split: even/odd colors with reversed keys, a NOCOLOR rank, collectives on the
  * children and the parent interleaved, and destroy of children before the parent.
+ * coll_comm_nhosts of the parent and the children, on one host and on emulated hosts of 2 ranks
+ * (COLL_TEST_RANKS_PER_HOST); its NULL output refused.
  */
 #include "coll_test.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 
+/* Ranks per emulated host (0: one host), and the hosts among the ranks of color (-1: all). */
+static int split_rph;
+
+static int split_color(int r, int n)
+{
+    return r == n - 1 && n > 2 ? COLL_SPLIT_NOCOLOR : r % 2;
+}
+
+static int split_hosts(int n, int color)
+{
+    int hosts = 0, last = -1;
+    for (int r = 0; r < n; r++) { /* hosts hold consecutive ranks */
+        int h = split_rph > 0 ? r / split_rph : 0;
+        if ((color < 0 || split_color(r, n) == color) && h != last) {
+            hosts++;
+            last = h;
+        }
+    }
+    return hosts;
+}
+
 static int split_rank(int rank, int n, coll_comm_t *comm, void *arg)
 {
     coll_comm_t *child = NULL;
-    int          color = rank == n - 1 && n > 2 ? COLL_SPLIT_NOCOLOR : rank % 2;
+    int          color = split_color(rank, n), nh = -1;
+    ASSERT_OK(coll_comm_nhosts(comm, &nh));
+    ASSERT_EQ(nh, split_hosts(n, -1));
+    ASSERT_TRUE(coll_comm_nhosts(comm, NULL) == COLL_ERR_INVALID_ARG);
     ASSERT_OK(coll_comm_split(comm, color, -rank, &child));
     if (color == COLL_SPLIT_NOCOLOR) {
         ASSERT_TRUE(child == NULL);
     } else {
         int crank, csize, expect_size = 0, expect_rank = 0;
         for (int r = 0; r < n; r++) {
-            int c = r == n - 1 && n > 2 ? COLL_SPLIT_NOCOLOR : r % 2;
+            int c = split_color(r, n);
             if (c == color) {
                 expect_size++;
                 expect_rank += r > rank; /* key = -rank: higher old ranks come first */
@@ -28,11 +54,13 @@ static int split_rank(int rank, int n, coll_comm_t *comm, void *arg)
         ASSERT_OK(coll_comm_size(child, &csize));
         ASSERT_EQ(csize, expect_size);
         ASSERT_EQ(crank, expect_rank);
+        ASSERT_OK(coll_comm_nhosts(child, &nh));
+        ASSERT_EQ(nh, split_hosts(n, color));
         int sum = 0, one = rank;
         ASSERT_OK(coll_allreduce(&one, &sum, 1, COLL_INT32, COLL_SUM, child));
         int want = 0;
         for (int r = 0; r < n; r++) {
-            int c = r == n - 1 && n > 2 ? COLL_SPLIT_NOCOLOR : r % 2;
+            int c = split_color(r, n);
             want += c == color ? r : 0;
         }
         ASSERT_EQ(sum, want);
@@ -75,6 +103,18 @@ int main(void)
             total++;
             failed += rc != 0;
         }
+    }
+    /* emulated hosts of 2 ranks: 5 ranks on 3 hosts, children of 2 ranks on 2 */
+    for (int n = 4; n <= 5; n++) {
+        coll_test_opts_t o = {.nranks = n, .want_comm = 1, .timeout_s = 120};
+        setenv("COLL_TEST_RANKS_PER_HOST", "2", 1);
+        split_rph = 2;
+        int rc    = coll_test_run_ranks(&o, split_rank, NULL);
+        unsetenv("COLL_TEST_RANKS_PER_HOST");
+        split_rph = 0;
+        printf("%s: split, %d ranks on hosts of 2 ranks\n", rc ? "FAIL" : "PASS", n);
+        total++;
+        failed += rc != 0;
     }
     ASSERT_OK(coll_get_unique_id(&parent_id));
     coll_test_opts_t po  = {.nranks = 3, .want_comm = 0, .timeout_s = 60};

@@ -175,6 +175,39 @@ same(big, big_ref, "all_reduce in flight with others")
 same(small, small_ref, "small all_reduce in flight with others")
 same(dst, torch.full((1 << 18,), float((rank - 1) % ws) + 0.5), "send across an all_reduce")
 
+# a send or receive that waits for a call its peer makes later: the sleeps put it alone in the
+# backend's queue before that call comes. (a) an exchange, receive first on both ranks; (b) rank
+# 0 receives, then all-reduces; rank 1 all-reduces, then sends; (c) a send before an all-reduce,
+# its receive after it
+nxt, prv = (rank + 1) % ws, (rank - 1) % ws
+src, dst = torch.full((1 << 16,), float(rank)), torch.empty(1 << 16)
+w = dist.irecv(dst, prv, group=coll)
+time.sleep(0.05)
+dist.send(src, nxt, group=coll)
+w.wait()
+same(dst, torch.full((1 << 16,), float(prv)), "exchange, receive first")
+big, big_ref = data(torch.float32, 1 << 18, salt=9), data(torch.float32, 1 << 18, salt=9)
+dist.all_reduce(big_ref, group=gloo)
+if rank == 0:
+    w = dist.irecv(dst, ws - 1, group=coll)
+    time.sleep(0.05)
+    dist.all_reduce(big, group=coll)
+    w.wait()
+    same(dst, torch.full((1 << 16,), float(ws - 1)), "receive posted before an all_reduce")
+else:
+    dist.all_reduce(big, group=coll)
+    if rank == ws - 1:
+        dist.send(src, 0, group=coll)
+same(big, big_ref, "all_reduce while a receive waits")
+w = dist.isend(src, nxt, group=coll)
+time.sleep(0.05)
+big = data(torch.float32, 1 << 18, salt=9)
+dist.all_reduce(big, group=coll)
+dist.recv(dst, prv, group=coll)
+w.wait()
+same(big, big_ref, "all_reduce while a send waits")
+same(dst, torch.full((1 << 16,), float(prv)), "send before an all_reduce, received after it")
+
 # bad input: a clear error, not a crash
 try:
     dist.all_reduce(torch.zeros(4, dtype=torch.int32), op=dist.ReduceOp.BAND, group=coll)
@@ -213,8 +246,21 @@ lg, pg, tg = train(gloo)
 assert lc == lg, f"rank {rank}: DDP losses differ: coll {lc[:3]} gloo {lg[:3]}"
 for a, b in zip(pc, pg):
     same(a, b, "DDP parameters after 25 steps")
+# an error reaches wait() with libcoll's message: the ranks disagree on the count (on a group of
+# its own, which it fails; on one host the slots see it at once, across hosts the timeout's
+# diagnosis names it)
+bad = dist.new_group(backend="coll", timeout=timedelta(seconds=5))
+work = dist.all_reduce(torch.ones(8 + rank), group=bad, async_op=True)
+try:
+    work.wait()
+    raise AssertionError("all_reduce calls of different counts were accepted")
+except RuntimeError as e:
+    assert "coll backend" in str(e) and "mismatch" in str(e) and "8 x f32" in str(e), e
+    checks += 1
+dist.destroy_process_group(bad)
+
 if rank == 0:
-    print(f"test_torch_backend: {checks} checks equal; DDP 25 steps: loss {lc[0]:.6f} -> "
+    print(f"test_torch_backend: {checks} checks passed; DDP 25 steps: loss {lc[0]:.6f} -> "
           f"{lc[-1]:.6f} on both backends; step {tc * 1e3:.2f} ms (coll) vs {tg * 1e3:.2f} ms "
           f"(gloo)", flush=True)
 dist.destroy_process_group(gloo)
