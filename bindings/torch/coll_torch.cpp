@@ -19,6 +19,7 @@
 
 #include <coll.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <memory>
@@ -407,6 +408,7 @@ class ProcessGroupColl : public c10d::ProcessGroup {
             TORCH_CHECK(!stop_, "coll backend: the process group is being destroyed");
             queue_.push_back(Pending{work, std::move(launch), std::move(after),
                                      may_block && one_host_, p2p});
+            queued_.fetch_add(1, std::memory_order_release);
         }
         cv_.notify_one();
         return work;
@@ -501,12 +503,24 @@ class ProcessGroupColl : public c10d::ProcessGroup {
                 inflight.pop_front();
                 continue;
             }
-            int           done = 0;
-            coll_result_t st   = coll_test(p.req, &done);
+            // tested back to back for kSpinUs (as coll_wait spins before it sleeps), then with
+            // naps growing to kNapMaxUs; a new call ends either
+            auto          until = std::chrono::steady_clock::now() + std::chrono::microseconds(kSpinUs);
+            size_t        seen  = queued_.load(std::memory_order_acquire);
+            int           done  = 0;
+            coll_result_t st    = coll_test(p.req, &done);
+            while (!done && queued_.load(std::memory_order_acquire) == seen &&
+                   std::chrono::steady_clock::now() < until) {
+                std::this_thread::yield();
+                st = coll_test(p.req, &done);
+            }
             if (done) {
                 finish(p, st);
                 inflight.pop_front();
                 nap_us = kNapMinUs;
+                continue;
+            }
+            if (queued_.load(std::memory_order_acquire) != seen) {
                 continue;
             }
             std::unique_lock<std::mutex> g(m_);
@@ -523,7 +537,9 @@ class ProcessGroupColl : public c10d::ProcessGroup {
     bool                    stop_ = false;
     at::Tensor              stage_;            // the runner's (staging())
     bool                    one_host_ = false; // every rank on this host (coll_comm_nhosts)
-    static constexpr double kNapMinUs = 20.0, kNapMaxUs = 1000.0; // between tests of a send/recv
+    std::atomic<size_t>     queued_{0};        // calls ever queued (the runner's polls read it)
+    static constexpr int    kSpinUs   = 500;  // a send/recv in flight: tested back to back, then
+    static constexpr double kNapMinUs = 20.0, kNapMaxUs = 1000.0; // with naps between tests
     std::thread             runner_;
 };
 
