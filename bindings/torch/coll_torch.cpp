@@ -92,8 +92,8 @@ class WorkColl : public c10d::Work {
 
 class ProcessGroupColl : public c10d::ProcessGroup {
   public:
-    ProcessGroupColl(coll_comm_t *comm, int rank, int size)
-        : c10d::ProcessGroup(rank, size), comm_(comm), one_host_(hosts_of(comm) == 1),
+    ProcessGroupColl(coll_comm_t *comm, int rank, int size, bool one_host)
+        : c10d::ProcessGroup(rank, size), comm_(comm), one_host_(one_host),
           runner_([this] { runner_main(); })
     {
     }
@@ -131,7 +131,14 @@ class ProcessGroupColl : public c10d::ProcessGroup {
         coll_comm_t *comm = nullptr;
         check(coll_comm_init_rank_config(&comm, size, id, rank, &cfg), nullptr,
               "coll_comm_init_rank");
-        return c10::make_intrusive<ProcessGroupColl>(comm, rank, size);
+        int hosts = 0;
+        try {
+            check(coll_comm_nhosts(comm, &hosts), comm, "coll_comm_nhosts");
+            return c10::make_intrusive<ProcessGroupColl>(comm, rank, size, hosts == 1);
+        } catch (...) {
+            coll_comm_destroy(comm);
+            throw;
+        }
     }
 
     c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor> &tensors,
@@ -367,13 +374,6 @@ class ProcessGroupColl : public c10d::ProcessGroup {
         coll_request_t              *req = nullptr;
     };
 
-    static int hosts_of(coll_comm_t *comm)
-    {
-        int hosts = 0;
-        check(coll_comm_nhosts(comm, &hosts), comm, "coll_comm_nhosts");
-        return hosts;
-    }
-
     static void check(coll_result_t st, coll_comm_t *comm, const char *what)
     {
         TORCH_CHECK(st == COLL_OK, "coll backend: ", what, " failed: ",
@@ -458,20 +458,43 @@ class ProcessGroupColl : public c10d::ProcessGroup {
         p.after  = nullptr;
     }
 
+    // End the requests in flight that are done, in any order (a later call's Work may be what
+    // the caller waits for before it makes the call that ends an earlier one). True if any.
+    bool reap(std::deque<Pending> &inflight)
+    {
+        bool any = false;
+        for (auto it = inflight.begin(); it != inflight.end();) {
+            int           done = 0;
+            coll_result_t st   = coll_test(it->req, &done);
+            if (done) {
+                finish(*it, st);
+                it  = inflight.erase(it);
+                any = true;
+            } else {
+                ++it;
+            }
+        }
+        return any;
+    }
+
     // The queue in call order: everything queued so far is started (a blocking call runs to its
-    // end; its waits progress the requests in flight), then the oldest request in flight is
-    // ended. Every rank starts the same sequence, so the collectives match, and waiting for a
-    // collective cannot hold back what another rank needs: each starts its collectives in the
-    // same order and none blocks on anything else. A send or receive may wait for a call that
-    // its peer makes later (an exchange: receive, then send): it is tested, with naps woken by
-    // the next call, so that the calls queued meanwhile start.
+    // end; its waits progress the requests in flight); then the requests in flight are ended.
+    // With collectives only, the oldest is waited for (coll_wait sleeps on the transports): every
+    // rank starts the same collectives in the same order, so none waits for a later call. A send
+    // or receive may (an exchange that receives first; a receive posted before a collective on
+    // the sender's side): while one is in flight, every request is tested, back to back for
+    // kSpinUs after each change, then once per nap (growing to kNapMaxUs), and a new call ends
+    // the nap, so that the calls queued meanwhile start. What no order can save: a blocking call
+    // waits for its peers' same call, so a send queued behind it on one rank, which another rank
+    // must receive before it makes that call, is never started (README, "Use from PyTorch").
     void runner_main()
     {
         at::NoGradGuard     no_grad; // copies into staging must not record autograd history
         std::deque<Pending> inflight;
-        double              nap_us = kNapMinUs;
+        double              nap_us = 0.0; // 0: spin first
         for (;;) {
             std::deque<Pending> batch;
+            size_t              seen;
             {
                 std::unique_lock<std::mutex> g(m_);
                 cv_.wait(g, [&] { return stop_ || !queue_.empty() || !inflight.empty(); });
@@ -479,7 +502,9 @@ class ProcessGroupColl : public c10d::ProcessGroup {
                     return;
                 }
                 batch.swap(queue_);
+                seen = queued_.load(std::memory_order_acquire);
             }
+            nap_us = batch.empty() ? nap_us : 0.0;
             for (auto &p : batch) {
                 coll_result_t      st = COLL_OK;
                 std::exception_ptr e;
@@ -497,36 +522,33 @@ class ProcessGroupColl : public c10d::ProcessGroup {
             if (inflight.empty()) {
                 continue;
             }
-            Pending &p = inflight.front();
-            if (!p.p2p) {
-                finish(p, coll_wait(p.req));
+            bool p2p = false;
+            for (auto &p : inflight) {
+                p2p |= p.p2p;
+            }
+            if (!p2p) {
+                finish(inflight.front(), coll_wait(inflight.front().req));
                 inflight.pop_front();
                 continue;
             }
-            // tested back to back for kSpinUs (as coll_wait spins before it sleeps), then with
-            // naps growing to kNapMaxUs; a new call ends either
-            auto          until = std::chrono::steady_clock::now() + std::chrono::microseconds(kSpinUs);
-            size_t        seen  = queued_.load(std::memory_order_acquire);
-            int           done  = 0;
-            coll_result_t st    = coll_test(p.req, &done);
-            while (!done && queued_.load(std::memory_order_acquire) == seen &&
-                   std::chrono::steady_clock::now() < until) {
-                std::this_thread::yield();
-                st = coll_test(p.req, &done);
+            bool got = false;
+            if (nap_us == 0.0) { /* back to back after a change, as coll_wait spins first */
+                auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(kSpinUs);
+                while (!(got = reap(inflight)) && queued_.load(std::memory_order_acquire) == seen &&
+                       std::chrono::steady_clock::now() < until) {
+                    std::this_thread::yield();
+                }
+            } else {
+                got = reap(inflight);
             }
-            if (done) {
-                finish(p, st);
-                inflight.pop_front();
-                nap_us = kNapMinUs;
+            if (got || queued_.load(std::memory_order_acquire) != seen) {
+                nap_us = 0.0;
                 continue;
             }
-            if (queued_.load(std::memory_order_acquire) != seen) {
-                continue;
-            }
-            std::unique_lock<std::mutex> g(m_);
+            nap_us = nap_us == 0.0 ? kNapMinUs : nap_us * 2 < kNapMaxUs ? nap_us * 2 : kNapMaxUs;
+            std::unique_lock<std::mutex> g(m_); /* stop_ does not end it: nothing new comes */
             cv_.wait_for(g, std::chrono::microseconds((int64_t)nap_us),
-                         [&] { return stop_ || !queue_.empty(); });
-            nap_us = nap_us * 2 < kNapMaxUs ? nap_us * 2 : kNapMaxUs;
+                         [&] { return !queue_.empty(); });
         }
     }
 
@@ -538,8 +560,8 @@ class ProcessGroupColl : public c10d::ProcessGroup {
     at::Tensor              stage_;            // the runner's (staging())
     bool                    one_host_ = false; // every rank on this host (coll_comm_nhosts)
     std::atomic<size_t>     queued_{0};        // calls ever queued (the runner's polls read it)
-    static constexpr int    kSpinUs   = 500;  // a send/recv in flight: tested back to back, then
-    static constexpr double kNapMinUs = 20.0, kNapMaxUs = 1000.0; // with naps between tests
+    static constexpr int    kSpinUs   = 500;  // a send/recv in flight: requests tested back to
+    static constexpr double kNapMinUs = 20.0, kNapMaxUs = 1000.0; // back, then once per nap
     std::thread             runner_;
 };
 
