@@ -56,6 +56,9 @@ EXTRA_DIST += bench/compress_bench.sh bench/ib_vm.sh bench/shm_cma_compare.sh be
 noinst_PROGRAMS += bench/membw
 bench_membw_SOURCES = bench/membw.c bench/bench_time.h
 bench_membw_LDADD = -lpthread
+# Cross-memory attach's copy rate beside memcpy's (the unregistered direct path's ceiling).
+noinst_PROGRAMS += bench/cma_bw
+bench_cma_bw_SOURCES = bench/cma_bw.c bench/bench_time.h
 # bench/compare: the harnesses it builds against Open MPI, MPICH, Gloo and torch, and its tables.
 EXTRA_DIST += bench/compare bench/compare.d/mpi.c bench/compare.d/gloo.cc \
     bench/compare.d/torch_gloo.py bench/compare.d/summary.py

@@ -1,13 +1,13 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # bench/membw prints a positive bandwidth for each kernel and thread count and refuses bad
-# options; collbench --bound adds a %bound column equal to 100 * 2n * algbw / GBPS for an
+# options, as does bench/cma_bw for each way of copying; collbench --bound adds a %bound column equal to 100 * 2n * algbw / GBPS for an
 # all-reduce and (n + 1) * algbw for an all-gather, and refuses a bad GBPS; bench/compare
 # refuses bad options with exit 2. Exit status: 0 pass, 1 fail, 99 not built.
 set -u
 top_builddir=${top_builddir:-.}
 srcdir=${srcdir:-.}
-for p in bench/membw collbench collrun; do
+for p in bench/membw bench/cma_bw collbench collrun; do
     [ -x "$top_builddir/$p" ] || { echo "test_bench_bound: $p not built" >&2; exit 99; }
 done
 tmp=$(mktemp -d /tmp/bench_bound.XXXXXX) || exit 99
@@ -23,6 +23,16 @@ for a in "-t 0" "-m x" "-r -1" "extra"; do
     # shellcheck disable=SC2086
     "$top_builddir/bench/membw" $a >/dev/null 2>"$tmp/e"
     if [ $? = 2 ] && grep -q membw "$tmp/e"; then ok "membw refuses $a"; else bad "membw $a"; fi
+done
+
+if "$top_builddir/bench/cma_bw" -m 4 -b 64 -r 1 >"$tmp/cm" 2>&1 &&
+    [ "$(awk '$2 == 4 && $3 == 64 && $5 > 0' "$tmp/cm" | grep -c -E '^(readv|writev|memcpy|memcpy1) ')" = 4 ]
+then ok "cma_bw: readv, writev, memcpy in blocks and in one call, positive GB/s"
+else bad "cma_bw output"; cat "$tmp/cm"; fi
+for a in "-m 0" "-b 2" "-r 0" "extra"; do
+    # shellcheck disable=SC2086
+    "$top_builddir/bench/cma_bw" $a >/dev/null 2>"$tmp/e"
+    if [ $? = 2 ] && grep -q cma_bw "$tmp/e"; then ok "cma_bw refuses $a"; else bad "cma_bw $a"; fi
 done
 
 check_bound() { # coll factor

@@ -178,7 +178,7 @@ same(dst, torch.full((1 << 18,), float((rank - 1) % ws) + 0.5), "send across an 
 # a send or receive that waits for a call its peer makes later: the sleeps put it alone in the
 # backend's queue before that call comes. (a) an exchange, receive first on both ranks; (b) rank
 # 0 receives, then all-reduces; rank 1 all-reduces, then sends; (c) a send before an all-reduce,
-# its receive after it
+# its receive after it; (d) below
 nxt, prv = (rank + 1) % ws, (rank - 1) % ws
 src, dst = torch.full((1 << 16,), float(rank)), torch.empty(1 << 16)
 w = dist.irecv(dst, prv, group=coll)
@@ -186,19 +186,28 @@ time.sleep(0.05)
 dist.send(src, nxt, group=coll)
 w.wait()
 same(dst, torch.full((1 << 16,), float(prv)), "exchange, receive first")
-big, big_ref = data(torch.float32, 1 << 18, salt=9), data(torch.float32, 1 << 18, salt=9)
+big_ref = data(torch.float32, 1 << 18, salt=9)
 dist.all_reduce(big_ref, group=gloo)
-if rank == 0:
-    w = dist.irecv(dst, ws - 1, group=coll)
-    time.sleep(0.05)
-    dist.all_reduce(big, group=coll)
-    w.wait()
-    same(dst, torch.full((1 << 16,), float(ws - 1)), "receive posted before an all_reduce")
-else:
-    dist.all_reduce(big, group=coll)
-    if rank == ws - 1:
-        dist.send(src, 0, group=coll)
-same(big, big_ref, "all_reduce while a receive waits")
+# (b), and (d): a later call's Work completes while an earlier receive still waits (rank 0
+# receives, all-reduces, sends, then waits for its receive; rank 1 all-reduces, receives, sends)
+for later_send in (False, True):
+    big = data(torch.float32, 1 << 18, salt=9)
+    if rank == 0:
+        w = dist.irecv(dst, ws - 1, group=coll)
+        time.sleep(0 if later_send else 0.05)
+        dist.all_reduce(big, group=coll)
+        if later_send:
+            dist.send(src, ws - 1, group=coll)
+        w.wait()
+        same(dst, torch.full((1 << 16,), float(ws - 1)), f"receive across an all_reduce ({later_send})")
+    else:
+        dist.all_reduce(big, group=coll)
+        if rank == ws - 1:
+            if later_send:
+                dist.recv(dst, 0, group=coll)
+                same(dst, torch.full((1 << 16,), 0.0), "send to a rank whose receive waits")
+            dist.send(src, 0, group=coll)
+    same(big, big_ref, f"all_reduce while a receive waits ({later_send})")
 w = dist.isend(src, nxt, group=coll)
 time.sleep(0.05)
 big = data(torch.float32, 1 << 18, salt=9)
@@ -207,23 +216,6 @@ dist.recv(dst, prv, group=coll)
 w.wait()
 same(big, big_ref, "all_reduce while a send waits")
 same(dst, torch.full((1 << 16,), float(prv)), "send before an all_reduce, received after it")
-
-# (d) a later call's Work completes while an earlier receive still waits: rank 0 receives, then
-# all-reduces, sends and waits for its receive; rank 1 all-reduces, receives, then sends
-big = data(torch.float32, 1 << 18, salt=9)
-if rank == 0:
-    w = dist.irecv(dst, ws - 1, group=coll)
-    dist.all_reduce(big, group=coll)
-    dist.send(src, ws - 1, group=coll)
-    w.wait()
-    same(dst, torch.full((1 << 16,), float(ws - 1)), "receive ended after later calls")
-else:
-    dist.all_reduce(big, group=coll)
-    if rank == ws - 1:
-        dist.recv(dst, 0, group=coll)
-        same(dst, torch.full((1 << 16,), 0.0), "send to a rank whose receive waits")
-        dist.send(src, 0, group=coll)
-same(big, big_ref, "all_reduce after a receive was posted")
 
 # bad input: a clear error, not a crash
 try:
