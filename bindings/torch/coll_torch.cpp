@@ -561,7 +561,7 @@ class ProcessGroupColl : public c10d::ProcessGroup {
     bool                    one_host_ = false; // every rank on this host (coll_comm_nhosts)
     std::atomic<size_t>     queued_{0};        // calls ever queued (the runner's polls read it)
     static constexpr int    kSpinUs   = 500;  // a send/recv in flight: requests tested back to
-    static constexpr double kNapMinUs = 20.0, kNapMaxUs = 1000.0; // back, then once per nap
+    static constexpr double kNapMinUs = 20.0, kNapMaxUs = 250.0; // back, then once per nap
     std::thread             runner_;
 };
 
