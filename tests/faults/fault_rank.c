@@ -11,7 +11,8 @@
  *            must be unaffected
  *   none     no fault (also used under a full /dev/shm, where coll_init must fail cleanly)
  * Then every rank joins one closing all-reduce. Each rank writes one line to DIR/rank-R: "ok", or
- * "error CODE T MESSAGE" (T = wall-clock seconds when the error was returned), or "init-error ...";
+ * "error CODE T L MESSAGE" (T = wall-clock seconds when the error was returned, L = when its
+ * last call before it returned, 0 if none), or "init-error ...";
  * the victim writes DIR/fault with the time of injection. Exit: 0 ok, 3 error reported.
  */
 #include <coll.h>
@@ -290,6 +291,7 @@ int main(int argc, char **argv)
     float    *b = calloc(o.count * (size_t)o.nranks, sizeof(float));
     pthread_t t;
     int       have_thread = 0, injecting = 0;
+    double    last_ok = 0.0; /* a survivor may go on for a while after the fault */
     if (strcmp(o.fault, "garbage") == 0) {
         have_thread = pthread_create(&t, NULL, garbage_thread, NULL) == 0;
     }
@@ -303,6 +305,9 @@ int main(int argc, char **argv)
             usleep(100);
         }
         st = run_one(comm, a, b, it);
+        if (st == COLL_OK) {
+            last_ok = wall();
+        }
     }
     if (have_thread) {
         pthread_join(t, NULL);
@@ -318,7 +323,7 @@ int main(int argc, char **argv)
     }
     if (st != COLL_OK) {
         const char *msg = st == COLL_ERR_INTERNAL ? "wrong result" : coll_comm_last_error(comm);
-        put_line(name, "error %d %.6f %s", (int)st, wall(), msg);
+        put_line(name, "error %d %.6f %.6f %s", (int)st, wall(), last_ok, msg);
         coll_comm_abort(comm); /* tell the others, then leave as an application would */
         _exit(3);
     }
