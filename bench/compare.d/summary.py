@@ -4,9 +4,10 @@
 # busbw as collbench computes it, the ratio libcoll / best peer per size (and libcoll-reg /
 # best peer: registered buffers), a medians CSV and a gnuplot PNG of busbw against size per
 # collective. torch-coll (this library under torch.distributed, bindings/torch) is no peer: its
-# column "torch-coll / torch" compares the two backends through the same framework. With MEMBWFILE ("round copy-GB/s" lines, bench/membw's copy rate B measured
-# among the rounds), the all-reduce tables add %bound: the time of the memory bound, 2*n*S
-# bytes read and written at B (bench/README, "Bound"), over the median time.
+# column "torch-coll / torch" compares the two backends through the same framework. With
+# MEMBWFILE ("round copy-GB/s" lines, bench/membw's copy rate B measured among the rounds), the
+# all-reduce tables add %bound: the time of the memory bound, 2*n*S bytes read and written at B
+# (bench/README, "Bound"), over the median time.
 # Run: /usr/bin/python3 summary.py RAWFILE OUTDIR [MEMBWFILE]
 import math
 import os

@@ -205,8 +205,7 @@ class ProcessGroupColl : public c10d::ProcessGroup {
         return start(
             c10d::OpType::ALLGATHER, outs,
             [this, in, outs, flat, n, dt, c](coll_request_t **r) {
-                *flat = r == nullptr ? staging(outs.size() * n, in)
-                                     : at::empty({(int64_t)(outs.size() * n)}, in.options());
+                *flat = staging(r, outs.size() * n, in);
                 return r == nullptr ? coll_allgather(in.data_ptr(), flat->data_ptr(), n, dt, c)
                                     : coll_iallgather(in.data_ptr(), flat->data_ptr(), n, dt, c, r);
             },
@@ -255,9 +254,7 @@ class ProcessGroupColl : public c10d::ProcessGroup {
         auto flat = std::make_shared<at::Tensor>(); // kept until the request ends
         return start(c10d::OpType::REDUCE_SCATTER, {out},
                      [this, parts, out, flat, n, dt, op, c](coll_request_t **r) {
-                         *flat = r == nullptr
-                                     ? staging(parts.size() * n, out)
-                                     : at::empty({(int64_t)(parts.size() * n)}, out.options());
+                         *flat = staging(r, parts.size() * n, out);
                          for (size_t i = 0; i < parts.size(); i++) {
                              flat->narrow(0, (int64_t)(i * n), (int64_t)n).copy_(parts[i]);
                          }
@@ -428,11 +425,15 @@ class ProcessGroupColl : public c10d::ProcessGroup {
         });
     }
 
-    // count elements of like's type in the runner's staging buffer, kept from call to call (a
-    // fresh buffer of many MiB would fault its pages in at every call). Only blocking calls use
-    // it (a request stages through a buffer of its own), on the runner, one at a time.
-    at::Tensor staging(size_t count, const at::Tensor &like)
+    // count elements of like's type to stage a call through: for a blocking call (r NULL) in the
+    // runner's staging buffer, kept from call to call (a fresh buffer of many MiB would fault its
+    // pages in at every call; blocking calls use it on the runner, one at a time), for a request
+    // in a buffer of its own.
+    at::Tensor staging(coll_request_t **r, size_t count, const at::Tensor &like)
     {
+        if (r != nullptr) {
+            return at::empty({(int64_t)count}, like.options());
+        }
         int64_t bytes = (int64_t)(count * like.element_size());
         if (!stage_.defined() || stage_.numel() < bytes) {
             stage_ = at::empty({bytes}, at::TensorOptions().dtype(at::kByte));

@@ -5,8 +5,8 @@
 # COLL_TIMEOUT=2. Every trial must end without a hang (collrun's --timeout) and without a crash
 # (every rank but a killed victim leaves its result line), survivors must report an error
 # naming the cause within COLL_TIMEOUT + 1 s of the fault (or of their last call that returned
-# after it), and faults that must not disturb
-# the job (garbage on every port) must leave every result correct.
+# after it), and faults that must not disturb the job (garbage on every port) must leave every
+# result correct.
 #   usage: check-faults.sh [TRIALS] [KIND...]   (kinds: kill stop close corrupt garbage shmfull args)
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -116,9 +116,9 @@ trial() { # kind index
         # within COLL_TIMEOUT + 1 s of the fault, or of the rank's last call that returned when
         # the fault left it free to go on (a reduce's senders over TCP fill a stopped root's
         # sockets before they wait; on a loaded machine that takes seconds)
-        if [ -n "$fault_t" ] && awk -v t="$t" -v f="$fault_t" -v k="$last" -v l=$((timeout_s + 1)) \
-            'BEGIN { if (k > f) f = k; exit !(t - f > l) }'; then
-            fail "$desc: rank $r reported $(awk -v t="$t" -v f="$fault_t" -v k="$last" 'BEGIN{if (k > f) f = k; printf "%.2f", t - f}') s after the fault or its last call that returned after it (limit $((timeout_s + 1)) s): $msg"
+        if [ -n "$fault_t" ] && late=$(awk -v t="$t" -v f="$fault_t" -v k="$last" -v l=$((timeout_s + 1)) \
+            'BEGIN { if (k > f) f = k; printf "%.2f", t - f; exit !(t - f > l) }'); then
+            fail "$desc: rank $r reported $late s after the fault or its last call that returned after it (limit $((timeout_s + 1)) s): $msg"
             return
         fi
         if [ "$kind" = kill ] && [[ $msg != *"rank $victim"* ]]; then
