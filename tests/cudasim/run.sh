@@ -1,0 +1,67 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# libcoll's device paths on cudasim, the host emulation of CUDA (tests/cudasim/README.md):
+#   test_cudasim        the emulation's own checks;
+#   test_p2p            the p2p path (device windows by CUDA IPC), 2-4 ranks;
+#   test_device_colls   every collective and send/recv on device buffers, blocking,
+#                       non-blocking and stream-ordered, 1-4 ranks, over shm and tcp, each path;
+#                       then at 2 ranks with the callers' streams waiting by host functions
+#                       (COLL_CUDA_STREAM_WAIT=hostfn) instead of stream memory operations;
+#   collbench -M cuda   2 ranks through collrun, results checked (#wrong 0), p2p and staged,
+#                       once with the debug log written to files.
+# First checks that no program took code from the CUDA runtime archive: every CUDA entry
+# point they call must be the emulation's. Device memory lives in files under a directory of
+# this run's own, removed at the end.
+b=${top_builddir:-.}/tests/cudasim
+collrun=${COLLRUN:-${top_builddir:-.}/collrun}
+fail() { echo "cudasim: FAIL: $*"; exit 1; }
+for p in test_cudasim test_p2p test_device_colls collbench; do
+    exe=$b/.libs/$p
+    [ -x "$exe" ] || exe=$b/$p
+    [ -x "$exe" ] || fail "$b/$p is not built"
+    own=$(nm "$exe" 2>/dev/null | grep -E ' [TtDdBb] (cuda[A-Z]|__cudart|cudart)' | head -3)
+    [ -z "$own" ] || fail "$p contains CUDA runtime code: $own"
+done
+CUDASIM_DIR=$(mktemp -d "${TMPDIR:-/tmp}/cudasim.XXXXXX") || fail "mktemp"
+export CUDASIM_DIR
+trap 'rm -rf "$CUDASIM_DIR"' EXIT
+rc=0
+step() { # name, command...
+    name=$1
+    shift
+    echo "== cudasim: $name"
+    "$@"
+    r=$?
+    echo "== cudasim: $name: exit $r"
+    [ $r -eq 0 ] || rc=1
+}
+step test_cudasim "$b/test_cudasim"
+step test_p2p "$b/test_p2p"
+step test_device_colls "$b/test_device_colls"
+step "test_device_colls, host-function waits" \
+    env COLL_CUDA_STREAM_WAIT=hostfn "$b/test_device_colls" -n 2
+bench() { # label, environment...
+    label=$1
+    shift
+    out=$CUDASIM_DIR/bench.out
+    for c in allreduce allgather reduce_scatter; do
+        env "$@" "$collrun" -n 2 "$b/collbench" -M cuda -C $c -b 8 -e 2M -f 8 -w 1 -n 3 -c 1 \
+            > "$out" 2>&1
+        r=$?
+        rows=$(grep -cE '^ +[0-9]+ +[0-9]+ ' "$out")
+        wrong=$(awk '/^ +[0-9]+ +[0-9]+ / && ($9 != 0 || $13 != 0)' "$out" | wc -l)
+        echo "collbench -M cuda -C $c, $label: exit $r, $rows sizes, $wrong with wrong results"
+        if [ $r -ne 0 ] || [ "$rows" -ne 7 ] || [ "$wrong" -ne 0 ]; then
+            cat "$out"
+            return 1
+        fi
+    done
+}
+step "collbench, p2p" bench p2p COLL_CUDA_P2P=1
+step "collbench, staged" bench staged COLL_CUDA_P2P=0
+step "collbench, debug log to files" bench "debug log" COLL_CUDA_P2P=1 COLL_DEBUG=debug \
+    COLL_DEBUG_FILE="$CUDASIM_DIR/log.%h.%p"
+# (one is test_cudasim's: its child that touched device memory was killed)
+echo "cudasim: files of device memory left after the programs ended: $(ls "$CUDASIM_DIR" |
+    grep -c '^cudasim\.')"
+exit $rc
