@@ -45,9 +45,14 @@ int cb_cuda_setup(int local_rank, size_t len, char **ds_p, char **dr_p, void **s
     return 0;
 }
 
+/* cudaMemcpy from pageable memory may return before the data reached the device, and the
+ * calls run on a non-blocking stream, unordered with the legacy stream the copy is on: wait. */
 int cb_cuda_upload(void *dev, const void *host, size_t len)
 {
-    return cudaMemcpy(dev, host, len, cudaMemcpyHostToDevice) == cudaSuccess ? 0 : -1;
+    return cudaMemcpy(dev, host, len, cudaMemcpyHostToDevice) == cudaSuccess &&
+                   cudaStreamSynchronize(cudaStreamLegacy) == cudaSuccess
+               ? 0
+               : -1;
 }
 
 int cb_cuda_download(void *host, const void *dev, size_t len)

@@ -188,13 +188,19 @@ static coll_result_t event_get(coll_cuda_comm_t *cc, cudaEvent_t *ev)
     return COLL_OK;
 }
 
+/* No CUDA call here: it may run in a host function (see events in devop.h). */
 static void event_put(coll_cuda_comm_t *cc, cudaEvent_t ev)
 {
-    if (cc->nevents < (int)COLL_ARRAY_SIZE(cc->events)) {
-        cc->events[cc->nevents++] = ev;
-    } else {
-        cudaEventDestroy(ev);
+    if (cc->nevents == cc->events_cap) {
+        int          cap = cc->events_cap > 0 ? 2 * cc->events_cap : 64;
+        cudaEvent_t *np  = coll_realloc(cc->events, (size_t)cap * sizeof(*np), "event pool");
+        if (np == NULL) {
+            return; /* the event is lost, not destroyed: it would take a CUDA call */
+        }
+        cc->events     = np;
+        cc->events_cap = cap;
     }
+    cc->events[cc->nevents++] = ev;
 }
 
 /* ---- lifetime and completion ---- */
@@ -547,7 +553,9 @@ void coll_cuda_comm_destroy(coll_comm_t *comm)
     for (int i = 0; i < cc->nevents; i++) {
         cudaEventDestroy(cc->events[i]);
     }
-    cc->nevents = 0;
+    coll_free(cc->events);
+    cc->events  = NULL;
+    cc->nevents = cc->events_cap = 0;
     if (cc->flag != NULL) {
         cudaFreeHost((void *)cc->flag);
         cc->flag = NULL;

@@ -81,17 +81,19 @@ typedef struct coll_cuda_comm {
     coll_parts_t mparts; /* its cap (0: none), the parts held */
     int          mstage_mapped;
     /* device windows of every rank, mapped here (ipc.c; the direct and p2p paths) */
-    int                 ipc_tried, ipc_ok;
-    size_t              win_bytes; /* per half */
-    void               *win_own;   /* this rank's two halves */
-    int                 win_ready; /* win_own allocated and exported */
-    cudaIpcMemHandle_t  win_handle;
-    void              **win;       /* by rank: base of its two halves here */
-    unsigned char      *owned_map; /* by rank: win[r] was opened by CUDA IPC (closed at destroy) */
-    coll_layout_t       dev_layout;
-    cudaStream_t        exec;       /* window and local steps of device calls */
-    cudaEvent_t         events[64]; /* free ready-events */
-    int                 nevents;
+    int                ipc_tried, ipc_ok;
+    size_t             win_bytes; /* per half */
+    void              *win_own;   /* this rank's two halves */
+    int                win_ready; /* win_own allocated and exported */
+    cudaIpcMemHandle_t win_handle;
+    void             **win;       /* by rank: base of its two halves here */
+    unsigned char     *owned_map; /* by rank: win[r] was opened by CUDA IPC (closed at destroy) */
+    coll_layout_t      dev_layout;
+    cudaStream_t       exec; /* window and local steps of device calls */
+    /* free ready-events; the pool only grows until the communicator ends, since a call may be
+     * put back from a host function (COLL_CUDA_STREAM_WAIT=hostfn), which may not call CUDA */
+    cudaEvent_t        *events;
+    int                 nevents, events_cap;
     unsigned            p2p_logged; /* the p2p path (p2p.c): by collective, its first call logged */
     int                 p2p_possible; /* coll_p2p_possible, with the state (equal on every rank) */
     struct coll_p2p_op *p2p_parked;   /* calls whose failed exchanges may still be written into:

@@ -147,10 +147,11 @@ template <int OP, typename C> __device__ inline C apply(C a, C b)
     if (is_nan(b)) {
         return b;
     }
+    /* equal operands give b, as the host kernels (reduce.c): -0 and +0 compare equal */
     if (OP == COLL_MAX) {
-        return a < b ? b : a;
+        return a > b ? a : b;
     }
-    return b < a ? b : a;
+    return a < b ? a : b;
 }
 
 template <typename T, int OP> __device__ inline T reduce_one(T a, T b)

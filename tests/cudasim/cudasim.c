@@ -49,7 +49,8 @@ typedef struct region {
     char          *alias; /* host view (device kinds); == base for host kinds */
     int            kind;
     unsigned       flags;
-    char           path[96]; /* backing file (device kinds), "" once unlinked */
+    char           path[512]; /* backing file (device kinds), "" once unlinked */
+    unsigned long  seq;       /* its number: sim_path */
     struct region *next;
 } region_t;
 
@@ -152,18 +153,36 @@ static cudaError_t set_err(cudaError_t e)
     return e;
 }
 
+/* A host function that calls CUDA: the runtime may return cudaErrorNotPermitted or deadlock.
+ * Fatal here unless CUDASIM_HOSTFN_CUDA=error (test_cudasim checks the error). */
+static void hostfn_violation(const char *fn)
+{
+    const char *how = getenv("CUDASIM_HOSTFN_CUDA");
+    sim_warn("%s called from a host function%s", fn,
+             how != NULL && strcmp(how, "error") == 0 ? "" : ": aborting");
+    if (how == NULL || strcmp(how, "error") != 0) {
+        abort();
+    }
+}
+
 /* Every runtime entry point starts here. */
-#define ENTER()                                                                                    \
+#define ENTER_NOCTX()                                                                              \
     do {                                                                                           \
         pthread_once(&sim_once, sim_init_once);                                                    \
-        if (broken) {                                                                              \
+        if (__atomic_load_n(&broken, __ATOMIC_RELAXED)) {                                          \
             return set_err(cudaErrorInitializationError);                                          \
         }                                                                                          \
         if (tls_in_hostfn) {                                                                       \
-            sim_warn("%s called from a host function", __func__);                                  \
+            hostfn_violation(__func__);                                                            \
             return set_err(cudaErrorNotPermitted);                                                 \
         }                                                                                          \
-        used    = 1;                                                                               \
+        __atomic_store_n(&used, 1, __ATOMIC_RELAXED);                                              \
+    } while (0)
+/* ... and makes the device's primary context current on the calling thread (queries of the
+ * device do not: they use ENTER_NOCTX) */
+#define ENTER()                                                                                    \
+    do {                                                                                           \
+        ENTER_NOCTX();                                                                             \
         tls_ctx = 1;                                                                               \
     } while (0)
 
@@ -202,7 +221,9 @@ struct CUstream_st {
     pthread_cond_t      idle; /* an operation ended */
     op_t               *head, *tail;
     uint64_t            enq, done;
-    int                 destroyed;
+    int                 destroyed; /* by cudaStreamDestroy: the thread ends once idle */
+    int                 exited;    /* the thread ended (sim_mu) */
+    int                 refs;      /* drain_all's references (sim_mu) */
     unsigned            flags;
     pthread_t           thread;
     struct CUstream_st *next; /* all streams of the process */
@@ -317,6 +338,7 @@ static void op_run(op_t *o)
     switch (o->type) {
     case OP_COPY:
         memmove(o->dst, o->src, o->n);
+        free(o->arg);
         break;
     case OP_SET:
         memset(o->dst, o->value, o->n);
@@ -380,6 +402,14 @@ static void op_run(op_t *o)
     }
 }
 
+static void stream_free(struct CUstream_st *s)
+{
+    pthread_mutex_destroy(&s->mu);
+    pthread_cond_destroy(&s->cv);
+    pthread_cond_destroy(&s->idle);
+    free(s);
+}
+
 static void *stream_main(void *arg)
 {
     struct CUstream_st *s = arg;
@@ -404,10 +434,21 @@ static void *stream_main(void *arg)
         pthread_cond_broadcast(&s->idle);
     }
     pthread_mutex_unlock(&s->mu);
-    pthread_mutex_destroy(&s->mu);
-    pthread_cond_destroy(&s->cv);
-    pthread_cond_destroy(&s->idle);
-    free(s);
+    /* listed until now, so that drain_all (cudaFree, cudaDeviceSynchronize) waits for the work
+     * a destroyed stream still had, as a GPU does */
+    pthread_mutex_lock(&sim_mu);
+    for (struct CUstream_st **pp = &streams; *pp != NULL; pp = &(*pp)->next) {
+        if (*pp == s) {
+            *pp = s->next;
+            break;
+        }
+    }
+    s->exited = 1;
+    int last  = s->refs == 0;
+    pthread_mutex_unlock(&sim_mu);
+    if (last) {
+        stream_free(s);
+    }
     return NULL;
 }
 
@@ -522,8 +563,7 @@ static void stream_drain(struct CUstream_st *s)
 
 static void drain_all(void)
 {
-    /* streams are never freed while listed: a destroyed stream's thread frees it only after
-     * it left the list (cudaStreamDestroy) */
+    /* each listed stream held (refs) while waited for: its thread may end meanwhile */
     pthread_mutex_lock(&sim_mu);
     size_t n = 0;
     for (struct CUstream_st *s = streams; s != NULL; s = s->next) {
@@ -532,22 +572,30 @@ static void drain_all(void)
     struct CUstream_st **all = calloc(n ? n : 1, sizeof *all);
     n                        = 0;
     for (struct CUstream_st *s = streams; s != NULL && all != NULL; s = s->next) {
+        s->refs++;
         all[n++] = s;
     }
     pthread_mutex_unlock(&sim_mu);
     for (size_t i = 0; i < n; i++) {
         stream_drain(all[i]);
     }
+    pthread_mutex_lock(&sim_mu);
+    for (size_t i = 0; i < n; i++) {
+        if (--all[i]->refs == 0 && all[i]->exited) {
+            stream_free(all[i]);
+        }
+    }
+    pthread_mutex_unlock(&sim_mu);
     free(all);
 }
 
 /* ---- pointers ---- */
 
 /* Translate [p, p + n) for a copy. dev_side: the side must be device-accessible (device
- * memory or pinned host memory); otherwise it must be host memory. *pageable_p set when
- * the host side is memory the emulation does not know (pageable). */
-static cudaError_t xlate(const void *p, size_t n, int dev_side, int any, char **out,
-                         int *pageable_p, const char *fn, const char *which)
+ * memory or pinned host memory); otherwise it must be host memory. *kind_p: the region's kind,
+ * -1 for memory the emulation does not know (pageable). */
+static cudaError_t xlate(const void *p, size_t n, int dev_side, int any, char **out, int *kind_p,
+                         const char *fn, const char *which)
 {
     pthread_mutex_lock(&sim_mu);
     region_t *r = region_find(p);
@@ -558,8 +606,8 @@ static cudaError_t xlate(const void *p, size_t n, int dev_side, int any, char **
             return cudaErrorInvalidValue;
         }
         *out = (char *)p;
-        if (pageable_p != NULL) {
-            *pageable_p = 1;
+        if (kind_p != NULL) {
+            *kind_p = -1; /* pageable */
         }
         return cudaSuccess;
     }
@@ -576,6 +624,9 @@ static cudaError_t xlate(const void *p, size_t n, int dev_side, int any, char **
         return cudaErrorInvalidValue;
     }
     *out = r->alias + off;
+    if (kind_p != NULL) {
+        *kind_p = r->kind;
+    }
     pthread_mutex_unlock(&sim_mu);
     return cudaSuccess;
 }
@@ -588,6 +639,11 @@ SIM_EXPORT void *cudasim_view(const void *p, size_t len, const char *what)
         abort();
     }
     return out;
+}
+
+SIM_EXPORT void cudasim_device_sync(void)
+{
+    drain_all();
 }
 
 SIM_EXPORT int cudasim_launch(void *stream, void (*fn)(void *), void *arg)
@@ -603,13 +659,20 @@ SIM_EXPORT int cudasim_launch(void *stream, void (*fn)(void *), void *arg)
 
 /* ---- memory ---- */
 
+/* The backing file of allocation seq of process pid: under CUDASIM_DIR, which every process of
+ * a run shares (inherited), so that an IPC handle needs only the two numbers. */
+static void sim_path(char *buf, size_t len, long pid, unsigned long seq)
+{
+    const char *dir = getenv("CUDASIM_DIR");
+    snprintf(buf, len, "%s/cudasim.%ld.%lu", dir != NULL ? dir : "/dev/shm", pid, seq);
+}
+
 static cudaError_t dev_alloc(void **p, size_t size, int kind)
 {
-    long        pg  = sysconf(_SC_PAGESIZE);
-    size_t      len = size == 0 ? (size_t)pg : (size + (size_t)pg - 1) / (size_t)pg * (size_t)pg;
-    region_t   *r   = calloc(1, sizeof *r);
-    const char *dir = getenv("CUDASIM_DIR");
-    int         fd;
+    long      pg  = sysconf(_SC_PAGESIZE);
+    size_t    len = size == 0 ? (size_t)pg : (size + (size_t)pg - 1) / (size_t)pg * (size_t)pg;
+    region_t *r   = calloc(1, sizeof *r);
+    int       fd;
 
     if (r == NULL) {
         return cudaErrorMemoryAllocation;
@@ -617,8 +680,8 @@ static cudaError_t dev_alloc(void **p, size_t size, int kind)
     pthread_mutex_lock(&sim_mu);
     unsigned long seq = ++file_seq;
     pthread_mutex_unlock(&sim_mu);
-    snprintf(r->path, sizeof r->path, "%s/cudasim.%d.%lu", dir ? dir : "/dev/shm", (int)getpid(),
-             seq);
+    r->seq = seq;
+    sim_path(r->path, sizeof r->path, (long)getpid(), seq);
     fd = open(r->path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd < 0 || ftruncate(fd, (off_t)len) != 0) {
         sim_warn("cannot make %s: %s", r->path, strerror(errno));
@@ -738,6 +801,7 @@ static cudaError_t host_region(void *p, size_t size, int kind, unsigned flags)
 SIM_EXPORT cudaError_t cudaHostAlloc(void **p, size_t size, unsigned flags)
 {
     ENTER();
+    drain_all(); /* pinning may synchronise the device: the worst case */
     if (p == NULL) {
         return set_err(cudaErrorInvalidValue);
     }
@@ -762,6 +826,9 @@ SIM_EXPORT cudaError_t cudaMallocHost(void **p, size_t size)
 SIM_EXPORT cudaError_t cudaFreeHost(void *p)
 {
     ENTER();
+    if (p == NULL) {
+        return cudaSuccess;
+    }
     if (!region_starts(p, 1u << R_HOSTALLOC)) {
         return set_err(cudaErrorInvalidValue);
     }
@@ -774,6 +841,7 @@ SIM_EXPORT cudaError_t cudaFreeHost(void *p)
 SIM_EXPORT cudaError_t cudaHostRegister(void *p, size_t size, unsigned flags)
 {
     ENTER();
+    drain_all(); /* as cudaHostAlloc */
     if (p == NULL || size == 0) {
         return set_err(cudaErrorInvalidValue);
     }
@@ -807,11 +875,17 @@ SIM_EXPORT cudaError_t cudaHostGetDevicePointer(void **d, void *h, unsigned flag
 
 /* ---- copies ---- */
 
+/* A copy, queued on st. When it returns (the runtime's rules, "API synchronization behavior"):
+ *   cudaMemcpy (blocking): once done, except device to device (queued only) and from pageable
+ *   memory to the device (the source is taken at once, the copy queued);
+ *   cudaMemcpyAsync: queued; from pageable memory, the source is taken at once. To pageable
+ *   memory it is queued too: the runtime may or may not wait, and the caller must not rely
+ *   on either. */
 static cudaError_t copy_async(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind,
-                              cudaStream_t st, int sync, const char *fn)
+                              cudaStream_t st, int blocking, const char *fn)
 {
-    char       *d = NULL, *s = NULL;
-    int         pageable = 0, any = kind == cudaMemcpyDefault;
+    char       *d = NULL, *s = NULL, *taken = NULL;
+    int         dk = 0, sk = 0, any = kind == cudaMemcpyDefault;
     int         ddev = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice;
     int         sdev = kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice;
     cudaError_t e;
@@ -822,19 +896,32 @@ static cudaError_t copy_async(void *dst, const void *src, size_t n, enum cudaMem
     if (n == 0) {
         return cudaSuccess;
     }
-    if ((e = xlate(dst, n, ddev, any, &d, &pageable, fn, "destination")) != cudaSuccess ||
-        (e = xlate(src, n, sdev, any, &s, &pageable, fn, "source")) != cudaSuccess) {
+    if ((e = xlate(dst, n, ddev, any, &d, &dk, fn, "destination")) != cudaSuccess ||
+        (e = xlate(src, n, sdev, any, &s, &sk, fn, "source")) != cudaSuccess) {
         return e;
+    }
+    int to_dev = dk >= 0 && kind_device(dk), from_dev = sk >= 0 && kind_device(sk);
+    if (sk < 0 && to_dev) { /* pageable source: taken now */
+        if ((taken = malloc(n)) == NULL) {
+            return cudaErrorMemoryAllocation;
+        }
+        memcpy(taken, s, n);
+        s = taken;
     }
     op_t *o = op_new(OP_COPY);
     if (o == NULL) {
+        free(taken);
         return cudaErrorMemoryAllocation;
     }
-    o->dst = d;
-    o->src = s;
-    o->n   = n;
-    /* pageable memory: the runtime returns once it was copied */
-    return op_submit(st, o, sync || pageable);
+    o->dst   = d;
+    o->src   = s;
+    o->arg   = taken; /* freed after the copy */
+    o->n     = n;
+    int wait = blocking && !(to_dev && (from_dev || taken != NULL));
+    if (!to_dev && !from_dev) { /* host to host: done by the call */
+        wait = 1;
+    }
+    return op_submit(st, o, wait);
 }
 
 SIM_EXPORT cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n,
@@ -870,10 +957,11 @@ static cudaError_t set_async(void *p, int v, size_t n, cudaStream_t st, int sync
     return op_submit(st, o, sync);
 }
 
+/* Asynchronous on device memory (the runtime's rule): only queued on the legacy stream. */
 SIM_EXPORT cudaError_t cudaMemset(void *p, int v, size_t n)
 {
     ENTER();
-    return set_err(set_async(p, v, n, NULL, 1));
+    return set_err(set_async(p, v, n, NULL, 0));
 }
 
 SIM_EXPORT cudaError_t cudaMemsetAsync(void *p, int v, size_t n, cudaStream_t st)
@@ -906,22 +994,21 @@ SIM_EXPORT cudaError_t cudaStreamDestroy(cudaStream_t st)
         return set_err(cudaErrorInvalidResourceHandle);
     }
     pthread_mutex_lock(&sim_mu);
-    struct CUstream_st **pp = &streams;
-    while (*pp != NULL && *pp != st) {
-        pp = &(*pp)->next;
+    struct CUstream_st *s = streams;
+    while (s != NULL && s != st) {
+        s = s->next;
     }
-    if (*pp == NULL) {
-        pthread_mutex_unlock(&sim_mu);
+    pthread_mutex_unlock(&sim_mu);
+    if (s == NULL) {
         return set_err(cudaErrorInvalidResourceHandle);
     }
-    *pp = st->next;
-    pthread_mutex_unlock(&sim_mu);
-    /* work already queued still runs; the thread frees the stream after it */
+    /* work already queued still runs; the thread ends after it */
     pthread_mutex_lock(&st->mu);
+    int again     = st->destroyed;
     st->destroyed = 1;
     pthread_cond_signal(&st->cv);
     pthread_mutex_unlock(&st->mu);
-    return cudaSuccess;
+    return again ? set_err(cudaErrorInvalidResourceHandle) : cudaSuccess;
 }
 
 SIM_EXPORT cudaError_t cudaStreamSynchronize(cudaStream_t st)
@@ -1074,8 +1161,8 @@ SIM_EXPORT cudaError_t cudaStreamWaitEvent(cudaStream_t st, cudaEvent_t ev, unsi
 typedef struct {
     uint32_t magic;
     int32_t  pid;
+    uint64_t seq; /* the allocation's file: sim_path(pid, seq) */
     uint64_t size;
-    char     path[48];
 } ipc_handle_t;
 #define IPC_MAGIC 0x43534d31u
 
@@ -1087,12 +1174,12 @@ SIM_EXPORT cudaError_t cudaIpcGetMemHandle(cudaIpcMemHandle_t *h, void *p)
     region_t    *r = region_find(p);
     ipc_handle_t ih;
     memset(&ih, 0, sizeof ih);
-    int ok = h != NULL && r != NULL && r->kind == R_DEVICE && strlen(r->path) < sizeof ih.path;
+    int ok = h != NULL && r != NULL && r->kind == R_DEVICE;
     if (ok) {
         ih.magic = IPC_MAGIC;
         ih.pid   = (int32_t)getpid();
         ih.size  = r->size;
-        strcpy(ih.path, r->path);
+        ih.seq   = r->seq;
     }
     pthread_mutex_unlock(&sim_mu);
     if (!ok) { /* pool memory and host memory have no legacy IPC handle */
@@ -1106,19 +1193,20 @@ SIM_EXPORT cudaError_t cudaIpcGetMemHandle(cudaIpcMemHandle_t *h, void *p)
 SIM_EXPORT cudaError_t cudaIpcOpenMemHandle(void **p, cudaIpcMemHandle_t h, unsigned flags)
 {
     ENTER();
-    (void)flags;
     ipc_handle_t ih;
     memcpy(&ih, &h, sizeof ih);
-    if (p == NULL || ih.magic != IPC_MAGIC) {
-        return set_err(cudaErrorInvalidValue);
+    if (p == NULL || ih.magic != IPC_MAGIC || flags != cudaIpcMemLazyEnablePeerAccess) {
+        return set_err(cudaErrorInvalidValue); /* the flag is required */
     }
     if (ih.pid == (int32_t)getpid()) { /* the runtime refuses a process's own handle */
         return set_err(cudaErrorInvalidValue);
     }
-    ih.path[sizeof ih.path - 1] = '\0';
-    int fd                      = open(ih.path, O_RDWR | O_CLOEXEC);
+    drain_all(); /* mapping may synchronise the device (it hung an H200 whose stream waited) */
+    char path[512];
+    sim_path(path, sizeof path, (long)ih.pid, (unsigned long)ih.seq);
+    int fd = open(path, O_RDWR | O_CLOEXEC);
     if (fd < 0) {
-        sim_warn("cudaIpcOpenMemHandle: %s: %s", ih.path, strerror(errno));
+        sim_warn("cudaIpcOpenMemHandle: %s: %s", path, strerror(errno));
         return set_err(cudaErrorInvalidResourceHandle);
     }
     struct stat st;
@@ -1138,7 +1226,7 @@ SIM_EXPORT cudaError_t cudaIpcOpenMemHandle(void **p, cudaIpcMemHandle_t h, unsi
         free(r);
         return set_err(cudaErrorMemoryAllocation);
     }
-    strcpy(r->path, ih.path);
+    snprintf(r->path, sizeof r->path, "%s", path);
     pthread_mutex_lock(&sim_mu);
     r->next = regions;
     regions = r;
@@ -1162,7 +1250,7 @@ SIM_EXPORT cudaError_t cudaIpcCloseMemHandle(void *p)
 
 SIM_EXPORT cudaError_t cudaGetDeviceCount(int *n)
 {
-    ENTER();
+    ENTER_NOCTX();
     if (n == NULL) {
         return set_err(cudaErrorInvalidValue);
     }
@@ -1172,7 +1260,7 @@ SIM_EXPORT cudaError_t cudaGetDeviceCount(int *n)
 
 SIM_EXPORT cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int d)
 {
-    ENTER();
+    ENTER_NOCTX();
     if (prop == NULL || d != 0) {
         return set_err(d != 0 ? cudaErrorInvalidDevice : cudaErrorInvalidValue);
     }
@@ -1189,7 +1277,7 @@ SIM_EXPORT cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int 
 
 SIM_EXPORT cudaError_t cudaGetDevice(int *d)
 {
-    ENTER();
+    ENTER_NOCTX();
     if (d == NULL) {
         return set_err(cudaErrorInvalidValue);
     }
@@ -1205,7 +1293,7 @@ SIM_EXPORT cudaError_t cudaSetDevice(int d)
 
 SIM_EXPORT cudaError_t cudaDeviceGetAttribute(int *v, enum cudaDeviceAttr attr, int d)
 {
-    ENTER();
+    ENTER_NOCTX();
     if (v == NULL || d != 0) {
         return set_err(d != 0 ? cudaErrorInvalidDevice : cudaErrorInvalidValue);
     }
@@ -1225,7 +1313,7 @@ SIM_EXPORT cudaError_t cudaDeviceGetAttribute(int *v, enum cudaDeviceAttr attr, 
 
 SIM_EXPORT cudaError_t cudaDeviceCanAccessPeer(int *can, int d, int peer)
 {
-    ENTER();
+    ENTER_NOCTX();
     if (can == NULL || d != 0 || peer != 0) {
         return set_err(cudaErrorInvalidDevice);
     }
@@ -1304,11 +1392,18 @@ SIM_EXPORT const char *cudaGetErrorName(cudaError_t e)
 SIM_EXPORT CUresult cuInit(unsigned flags)
 {
     pthread_once(&sim_once, sim_init_once);
+    if (__atomic_load_n(&broken, __ATOMIC_RELAXED)) {
+        return CUDA_ERROR_NOT_INITIALIZED;
+    }
+    __atomic_store_n(&used, 1, __ATOMIC_RELAXED);
     return flags == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
 SIM_EXPORT CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attr, CUdeviceptr ptr)
 {
+    if (__atomic_load_n(&broken, __ATOMIC_RELAXED)) {
+        return CUDA_ERROR_NOT_INITIALIZED;
+    }
     pthread_mutex_lock(&sim_mu);
     region_t *r    = region_find((const void *)(uintptr_t)ptr);
     int       kind = r != NULL ? r->kind : -1;
@@ -1335,8 +1430,15 @@ SIM_EXPORT CUresult cuStreamWaitValue32_v2(CUstream stream, CUdeviceptr addr, cu
                                            unsigned flags)
 {
     char *w = NULL;
+    if (__atomic_load_n(&broken, __ATOMIC_RELAXED)) {
+        return CUDA_ERROR_NOT_INITIALIZED;
+    }
     if (tls_in_hostfn) {
+        hostfn_violation("cuStreamWaitValue32");
         return CUDA_ERROR_NOT_PERMITTED;
+    }
+    if ((uintptr_t)addr % 4 != 0) {
+        return CUDA_ERROR_INVALID_VALUE;
     }
     if (xlate((void *)(uintptr_t)addr, sizeof(uint32_t), 1, 0, &w, NULL, "cuStreamWaitValue32",
               "address") != cudaSuccess) {

@@ -27,6 +27,10 @@ void *cudasim_view(const void *p, size_t len, const char *what);
  * is freed with free() after fn ran. 0 or a cudaError_t. */
 int cudasim_launch(void *stream, void (*fn)(void *), void *arg);
 
+/* Wait until every stream of the process is idle, as a call that synchronises the device does
+ * (a kernel's lazy loading: kernels_host.c). */
+void cudasim_device_sync(void);
+
 #ifdef __cplusplus
 }
 #endif

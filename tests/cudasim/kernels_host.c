@@ -11,6 +11,7 @@
 
 #include <cuda_runtime.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -62,16 +63,30 @@ static void kjob_run(void *arg)
         }
         return;
     }
+    size_t bytes = k->n * coll_dtype_size(k->dt);
     if (k->nsrc == 1) {
         if (k->dst != k->src[0]) {
-            memmove(k->dst, k->src[0], k->n * coll_dtype_size(k->dt));
+            memmove(k->dst, k->src[0], bytes);
         }
         return;
     }
-    coll_reduce3(k->dt, k->op, k->dst, k->src[0], k->src[1], k->n);
-    for (int s = 2; s < k->nsrc; s++) {
-        coll_reduce3(k->dt, k->op, k->dst, k->dst, k->src[s], k->n);
+    if (k->nsrc == 2) {
+        coll_reduce3(k->dt, k->op, k->dst, k->src[0], k->src[1], k->n);
+        return;
     }
+    /* chained through a buffer of its own: dst may be any source, and the device kernel reads
+     * every source's element before it writes it */
+    void *acc = malloc(bytes);
+    if (acc == NULL) {
+        fprintf(stderr, "kernels_host: out of memory\n");
+        abort();
+    }
+    coll_reduce3(k->dt, k->op, acc, k->src[0], k->src[1], k->n);
+    for (int s = 2; s < k->nsrc; s++) {
+        coll_reduce3(k->dt, k->op, acc, acc, k->src[s], k->n);
+    }
+    memcpy(k->dst, acc, bytes);
+    free(acc);
 }
 
 /* The device kernels' own refusals: ops other than these four (AVG is SUM, then a division)
@@ -82,13 +97,22 @@ static int kjob_valid(coll_dtype_t dt, coll_redop_t op)
            (op == COLL_SUM || op == COLL_PROD || op == COLL_MIN || op == COLL_MAX);
 }
 
+/* Kernels loaded by coll_cuda_kernels_load: before that, a launch synchronises the device
+ * first, as lazy loading's first launch of a kernel does. */
+static int kernels_loaded;
+
+/* Returns what the device launchers return: the launch's error, else any error left in the
+ * thread by an earlier call (cudaGetLastError). */
 static int kjob_launch(kjob_t *k, void *stream)
 {
+    if (!__atomic_load_n(&kernels_loaded, __ATOMIC_ACQUIRE)) {
+        cudasim_device_sync();
+    }
     int e = cudasim_launch(stream, kjob_run, k);
     if (e != 0) {
         free(k);
     }
-    return e;
+    return e != 0 ? e : (int)cudaGetLastError();
 }
 
 int coll_cuda_reduce2(coll_dtype_t dt, coll_redop_t op, void *dst, const void *a, const void *b,
@@ -119,11 +143,14 @@ int coll_cuda_reduce_n(coll_dtype_t dt, coll_redop_t op, void *dst, const void *
                        int nsrc, size_t n, void *stream)
 {
     size_t bytes = n * coll_dtype_size(dt);
-    if (nsrc < 1 || nsrc > COLL_CUDA_MAX_SRCS || !kjob_valid(dt, op)) {
+    if (nsrc < 1 || nsrc > COLL_CUDA_MAX_SRCS) {
         return (int)cudaErrorInvalidValue;
     }
     if (n == 0) {
         return 0;
+    }
+    if (!kjob_valid(dt, op)) {
+        return (int)cudaErrorInvalidValue;
     }
     kjob_t *k = calloc(1, sizeof *k);
     if (k == NULL) {
@@ -145,6 +172,9 @@ int coll_cuda_div(coll_dtype_t dt, void *buf, size_t n, int divisor, void *strea
     if (n == 0 || divisor <= 1) {
         return 0;
     }
+    if (coll_dtype_size(dt) == 0) {
+        return (int)cudaErrorInvalidValue;
+    }
     kjob_t *k = calloc(1, sizeof *k);
     if (k == NULL) {
         return (int)cudaErrorMemoryAllocation;
@@ -158,5 +188,6 @@ int coll_cuda_div(coll_dtype_t dt, void *buf, size_t n, int divisor, void *strea
 
 int coll_cuda_kernels_load(void)
 {
+    __atomic_store_n(&kernels_loaded, 1, __ATOMIC_RELEASE);
     return 0;
 }

@@ -15,37 +15,47 @@
 b=${top_builddir:-.}/tests/cudasim
 collrun=${COLLRUN:-${top_builddir:-.}/collrun}
 fail() { echo "cudasim: FAIL: $*"; exit 1; }
+command -v nm >/dev/null || fail "nm (binutils) is needed for the check below"
 for p in test_cudasim test_p2p test_device_colls collbench; do
     exe=$b/.libs/$p
     [ -x "$exe" ] || exe=$b/$p
     [ -x "$exe" ] || fail "$b/$p is not built"
-    own=$(nm "$exe" 2>/dev/null | grep -E ' [TtDdBb] (cuda[A-Z]|__cudart|cudart)' | head -3)
+    syms=$(nm "$exe" 2>/dev/null) || fail "nm cannot read $exe"
+    echo "$syms" | grep -q ' T main$' || fail "nm found no symbols in $exe (stripped?)"
+    own=$(echo "$syms" | grep -E ' [TtDdBb] (cuda[A-Z]|__cudart|cudart)' | head -3)
     [ -z "$own" ] || fail "$p contains CUDA runtime code: $own"
 done
 CUDASIM_DIR=$(mktemp -d "${TMPDIR:-/tmp}/cudasim.XXXXXX") || fail "mktemp"
 export CUDASIM_DIR
 trap 'rm -rf "$CUDASIM_DIR"' EXIT
 rc=0
-step() { # name, command...
+step() { # name, seconds, command...: hangs are the failures to expect, so each has a limit
     name=$1
-    shift
+    limit=$2
+    shift 2
     echo "== cudasim: $name"
-    "$@"
+    start=$(date +%s)
+    if [ "$limit" = - ]; then
+        "$@"
+    else
+        timeout "$limit" "$@"
+    fi
     r=$?
-    echo "== cudasim: $name: exit $r"
+    [ $r -ne 124 ] || echo "cudasim: $name: still running after $limit s (hung?)"
+    echo "== cudasim: $name: exit $r ($(($(date +%s) - start)) s)"
     [ $r -eq 0 ] || rc=1
 }
-step test_cudasim "$b/test_cudasim"
-step test_p2p "$b/test_p2p"
-step test_device_colls "$b/test_device_colls"
-step "test_device_colls, host-function waits" \
+step test_cudasim 120 "$b/test_cudasim"
+step test_p2p 300 "$b/test_p2p"
+step test_device_colls 900 "$b/test_device_colls"
+step "test_device_colls, host-function waits" 300 \
     env COLL_CUDA_STREAM_WAIT=hostfn "$b/test_device_colls" -n 2
 bench() { # label, environment...
     label=$1
     shift
     out=$CUDASIM_DIR/bench.out
     for c in allreduce allgather reduce_scatter; do
-        env "$@" "$collrun" -n 2 "$b/collbench" -M cuda -C $c -b 8 -e 2M -f 8 -w 1 -n 3 -c 1 \
+        timeout 120 env "$@" "$collrun" -n 2 "$b/collbench" -M cuda -C $c -b 8 -e 2M -f 8 -w 1 -n 3 -c 1 \
             > "$out" 2>&1
         r=$?
         rows=$(grep -cE '^ +[0-9]+ +[0-9]+ ' "$out")
@@ -57,11 +67,17 @@ bench() { # label, environment...
         fi
     done
 }
-step "collbench, p2p" bench p2p COLL_CUDA_P2P=1
-step "collbench, staged" bench staged COLL_CUDA_P2P=0
-step "collbench, debug log to files" bench "debug log" COLL_CUDA_P2P=1 COLL_DEBUG=debug \
+step "collbench, p2p" - bench p2p COLL_CUDA_P2P=1
+step "collbench, staged" - bench staged COLL_CUDA_P2P=0
+step "collbench, debug log to files" - bench "debug log" COLL_CUDA_P2P=1 COLL_DEBUG=debug \
     COLL_DEBUG_FILE="$CUDASIM_DIR/log.%h.%p"
-# (one is test_cudasim's: its child that touched device memory was killed)
-echo "cudasim: files of device memory left after the programs ended: $(ls "$CUDASIM_DIR" |
-    grep -c '^cudasim\.')"
+# that run took the p2p path: each rank logged its line for each collective
+n=$(cat "$CUDASIM_DIR"/log.* 2>/dev/null | grep -c 'p2p, CUDA IPC windows')
+echo "cudasim: p2p lines in the debug logs: $n (2 ranks x 3 collectives: at least 6)"
+[ "$n" -ge 6 ] || rc=1
+# Exactly one is expected: test_cudasim's child that touched device memory was killed. More
+# would be allocations that libcoll never freed (a window, a staging buffer).
+left=$(ls "$CUDASIM_DIR" | grep -c '^cudasim\.')
+echo "cudasim: files of device memory left after the programs ended: $left (expected 1)"
+[ "$left" -eq 1 ] || rc=1
 exit $rc

@@ -12,10 +12,12 @@
  */
 #include "coll_test.h"
 #include "cuda/kernels.h"
+#include "reduce/reduce.h"
 
 #include <cuda.h>
 #include <cuda_runtime.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <stdint.h>
 #include <string.h>
@@ -71,8 +73,12 @@ static int test_ipc(void)
     pid = fork();
     ASSERT_(pid >= 0, "%s", "fork");
     if (pid == 0) {
+        close(down[1]);
+        close(up[0]);
         _exit(ipc_child(down[0], up[1]));
     }
+    close(down[0]); /* a child that fails then ends the parent's read */
+    close(up[1]);
     void              *d = NULL, *pool = NULL;
     unsigned char      buf[4096];
     cudaIpcMemHandle_t h;
@@ -82,6 +88,10 @@ static int test_ipc(void)
     CUDA_OK(cudaMalloc(&d, sizeof buf));
     CUDA_OK(cudaMemcpy(d, buf, sizeof buf, cudaMemcpyHostToDevice));
     CUDA_OK(cudaIpcGetMemHandle(&h, d));
+    void *own = NULL;
+    ASSERT_(cudaIpcOpenMemHandle(&own, h, cudaIpcMemLazyEnablePeerAccess) != cudaSuccess, "%s",
+            "a process opened its own IPC handle");
+    cudaGetLastError();
     ASSERT_(write(down[1], &h, sizeof h) == (ssize_t)sizeof h, "%s", "write handle");
     char ok = 0;
     ASSERT_(read(up[0], &ok, 1) == 1 && ok == 1, "%s", "the child did not report");
@@ -98,10 +108,8 @@ static int test_ipc(void)
     cudaGetLastError();
     CUDA_OK(cudaFreeAsync(pool, NULL));
     CUDA_OK(cudaStreamSynchronize(NULL));
-    close(down[0]);
     close(down[1]);
     close(up[0]);
-    close(up[1]);
     return 0;
 }
 
@@ -122,6 +130,84 @@ static int test_host_touch(void)
     ASSERT_(waitpid(pid, &wst, 0) == pid, "%s", "waitpid");
     ASSERT_(WIFSIGNALED(wst) && WTERMSIG(wst) == SIGSEGV,
             "a host write to device memory did not fault (status %#x)", wst);
+    return 0;
+}
+
+/* A host function that calls CUDA aborts the process (CUDASIM_HOSTFN_CUDA unset). */
+static void hostfn_malloc(void *arg)
+{
+    void *p = NULL;
+    (void)arg;
+    cudaMalloc(&p, 64);
+}
+
+static int test_hostfn_abort(void)
+{
+    int   wst = 0;
+    pid_t pid = fork();
+    ASSERT_(pid >= 0, "%s", "fork");
+    if (pid == 0) {
+        unsetenv("CUDASIM_HOSTFN_CUDA");
+        if (cudaLaunchHostFunc(NULL, hostfn_malloc, NULL) != cudaSuccess) {
+            _exit(2);
+        }
+        cudaStreamSynchronize(NULL);
+        _exit(0);
+    }
+    ASSERT_(waitpid(pid, &wst, 0) == pid, "%s", "waitpid");
+    ASSERT_(WIFSIGNALED(wst) && WTERMSIG(wst) == SIGABRT,
+            "a host function's CUDA call did not abort (status %#x)", wst);
+    return 0;
+}
+
+/* Fresh device memory is not zeros; cudaFreeHost(NULL) is a no-op. */
+static int test_fresh_memory(void)
+{
+    unsigned char *d = NULL, buf[512];
+    CUDA_OK(cudaMalloc((void **)&d, sizeof buf));
+    CUDA_OK(cudaMemcpy(buf, d, sizeof buf, cudaMemcpyDeviceToHost));
+    for (size_t i = 0; i < sizeof buf; i++) {
+        ASSERT_(buf[i] != 0, "fresh device memory has a zero at %zu", i);
+    }
+    CUDA_OK(cudaFree(d));
+    CUDA_OK(cudaFreeHost(NULL));
+    return 0;
+}
+
+/* The kernels' contract: AVG is refused (sum, then divide), as by the device kernels; fp16
+ * over three sources is rounded once; dst may be a later source. */
+static int test_kernels_contract(void)
+{
+    enum { N = 3 };
+    uint16_t   *d[3], h[3][N], out[N];
+    const void *srcs[3];
+    /* 1 + 2^-11 + 2^-11: chained fp16 sums round 1 + 2^-11 back to 1 at each step (ties to
+     * even), an fp32 accumulator reaches 1 + 2^-10, an fp16 */
+    for (int s = 0; s < 3; s++) {
+        CUDA_OK(cudaMalloc((void **)&d[s], sizeof h[s]));
+        for (int i = 0; i < N; i++) {
+            h[s][i] = coll_float_to_half(s == 0 ? 1.0f : 1.0f / 2048.0f);
+        }
+        CUDA_OK(cudaMemcpy(d[s], h[s], sizeof h[s], cudaMemcpyHostToDevice));
+        srcs[s] = d[s];
+    }
+    ASSERT_(coll_cuda_reduce2(COLL_FLOAT16, COLL_AVG, d[0], d[1], d[2], N, NULL) ==
+                (int)cudaErrorInvalidValue,
+            "%s", "AVG was accepted by reduce2");
+    ASSERT_(coll_cuda_reduce_n(COLL_FLOAT16, COLL_SUM, d[2], srcs, 3, N, NULL) == 0, "%s",
+            "reduce_n");
+    CUDA_OK(cudaMemcpy(out, d[2], sizeof out, cudaMemcpyDeviceToHost));
+    float acc =
+        coll_half_to_float(h[0][0]) + coll_half_to_float(h[1][0]) + coll_half_to_float(h[2][0]);
+    uint16_t want = coll_float_to_half(acc);
+    ASSERT_(want == coll_float_to_half(1.0f + 1.0f / 1024.0f), "%s", "the case rounds as planned");
+    for (int i = 0; i < N; i++) {
+        ASSERT_(out[i] == want, "fp16 reduce_n element %d is %#x, expected %#x (rounded once)", i,
+                out[i], want);
+    }
+    for (int s = 0; s < 3; s++) {
+        CUDA_OK(cudaFree(d[s]));
+    }
     return 0;
 }
 
@@ -156,7 +242,14 @@ static int test_copies_and_pointers(void)
             "a host-to-device copy from device memory was accepted");
     ASSERT_TRUE(cudaGetLastError() == cudaErrorInvalidValue);
     ASSERT_TRUE(cudaGetLastError() == cudaSuccess);
+    memset(pinned, 0x5a, 256);
     CUDA_OK(cudaMemcpy(d, pinned, 256, cudaMemcpyDeviceToDevice)); /* pinned: device-accessible */
+    CUDA_OK(cudaDeviceSynchronize()); /* device to device: only queued */
+    memset(host, 0, sizeof host);
+    CUDA_OK(cudaMemcpy(host, d, 256, cudaMemcpyDeviceToHost));
+    for (int i = 0; i < 256; i++) {
+        ASSERT_(host[i] == 0x5a, "byte %d is %#x after the copy of 0x5a", i, host[i]);
+    }
     /* attributes */
     ASSERT_(cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, (CUdeviceptr)d) ==
                     CUDA_SUCCESS &&
@@ -244,8 +337,16 @@ static int test_stream_order(void)
 int main(void)
 {
     int rc = 0;
-    rc |= test_host_touch(); /* both fork before this process uses CUDA */
+    /* these three fork before this process uses CUDA */
+    rc |= test_host_touch();
+    rc |= test_hostfn_abort();
     rc |= test_ipc();
+    setenv("CUDASIM_HOSTFN_CUDA", "error", 1); /* test_stream_order checks the error */
+    /* as libcoll does before any stream may wait: a launch before it synchronises the device
+     * (lazy loading), which would deadlock test_stream_order */
+    ASSERT_(coll_cuda_kernels_load() == 0, "%s", "coll_cuda_kernels_load");
+    rc |= test_fresh_memory();
+    rc |= test_kernels_contract();
     rc |= test_copies_and_pointers();
     rc |= test_stream_order();
     rc |= test_fork_after_use();

@@ -404,7 +404,8 @@ static size_t dc_msgs(coll_comm_t *comm, int rank, int n)
     cudaStream_t s1, s2;
     CUDA_OK(cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking));
     CUDA_OK(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking));
-    CUDA_OK(cudaMemset(drecv, 0, M * sizeof(float)));
+    /* on s1: cudaMemset would be queued on the legacy stream, unordered with s1 */
+    CUDA_OK(cudaMemsetAsync(drecv, 0, M * sizeof(float), s1));
     ASSERT_OK(coll_recv_stream(drecv, M, COLL_FLOAT32, left, comm, s1));
     ASSERT_OK(coll_send_stream(dsend, M, COLL_FLOAT32, right, comm, s2));
     CUDA_OK(cudaMemcpyAsync(h, drecv, M * sizeof(float), cudaMemcpyDeviceToHost, s1));

@@ -2,9 +2,9 @@
 /*
  * The CUDA reduction kernels against the host kernels (src/reduce/), bit for bit: every dtype x
  * op, counts from 1 to a million and odd, buffers aligned and offset by one element (the scalar
- * path), fresh random non-zero data each case; reduce_n with 1..16 sources against chained host
- * reductions (fp16/bf16: an fp32 accumulator rounded once); AVG's division. Exits 77 without a
- * CUDA device.
+ * path), fresh random non-zero data each case (MIN/MAX: with -0/+0 ties); reduce_n with 1..16
+ * sources against chained host reductions (fp16/bf16: an fp32 accumulator rounded once); AVG's
+ * division. Exits 77 without a CUDA device.
  */
 #include "coll_test.h"
 #include "cuda/kernels.h"
@@ -21,7 +21,8 @@
 
 static uint64_t seed = 0x5eed;
 
-/* A random non-zero element: small magnitudes for PROD so products stay finite. */
+/* A random non-zero element: small magnitudes for PROD so products stay finite; for MIN and MAX
+ * one in eight a signed zero, so that -0/+0 ties occur (the side kept must match the host). */
 static void fill(coll_dtype_t dt, coll_redop_t op, void *buf, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
@@ -29,6 +30,9 @@ static void fill(coll_dtype_t dt, coll_redop_t op, void *buf, size_t n)
         double   f = ((double)(r % 2000) + 1.0) / 1000.0 * ((r >> 20) & 1 ? 1 : -1);
         if (op == COLL_PROD) {
             f = 1.0 + (double)(r % 7) / 64.0;
+        }
+        if ((op == COLL_MIN || op == COLL_MAX) && (r >> 40) % 8 == 0) {
+            f = (r >> 44) & 1 ? -0.0 : 0.0; /* ties of -0 and +0: equal operands give b */
         }
         switch (dt) {
         case COLL_INT8:
