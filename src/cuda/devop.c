@@ -550,12 +550,7 @@ void coll_cuda_comm_destroy(coll_comm_t *comm)
     cc->stopped = 1;
     coll_cuda_proxy_stop(cc);
     coll_cuda_ipc_close(cc, comm->nranks, comm->rank);
-    for (int i = 0; i < cc->nevents; i++) {
-        cudaEventDestroy(cc->events[i]);
-    }
-    coll_free(cc->events);
-    cc->events  = NULL;
-    cc->nevents = cc->events_cap = 0;
+    /* the event pool stays: host functions may still put calls back (coll_cuda_comm_free) */
     if (cc->flag != NULL) {
         cudaFreeHost((void *)cc->flag);
         cc->flag = NULL;
@@ -587,6 +582,13 @@ void coll_cuda_comm_free(coll_comm_t *comm)
         comm->cuda = NULL;
         return;
     }
+    /* no host function is left to put an event back */
+    for (int i = 0; i < cc->nevents; i++) {
+        cudaEventDestroy(cc->events[i]);
+    }
+    coll_free(cc->events);
+    cc->events  = NULL;
+    cc->nevents = cc->events_cap = 0;
     coll_cuda_ipc_free(cc);
     for (int i = 0; i < cc->nparked_heaps; i++) {
         coll_free(cc->parked_heaps[i]);

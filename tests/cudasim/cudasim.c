@@ -495,18 +495,27 @@ static struct CUstream_st *stream_of(cudaStream_t st)
     return st;
 }
 
+/* An operation that will not run: what it owns goes with it. */
+static void op_drop(op_t *o)
+{
+    if (o->type == OP_COPY || o->type == OP_KERNEL) {
+        free(o->arg);
+    }
+    free(o);
+}
+
 /* Queue o on st; its sequence number in *seq_p. */
 static cudaError_t stream_push(cudaStream_t st, op_t *o, uint64_t *seq_p)
 {
     struct CUstream_st *s = stream_of(st);
     if (s == NULL) {
-        free(o);
+        op_drop(o);
         return cudaErrorMemoryAllocation;
     }
     pthread_mutex_lock(&s->mu);
     if (s->destroyed) {
         pthread_mutex_unlock(&s->mu);
-        free(o);
+        op_drop(o);
         return cudaErrorInvalidResourceHandle;
     }
     o->seq = ++s->enq;
@@ -650,6 +659,7 @@ SIM_EXPORT int cudasim_launch(void *stream, void (*fn)(void *), void *arg)
 {
     op_t *o = op_new(OP_KERNEL);
     if (o == NULL) {
+        free(arg);
         return (int)set_err(cudaErrorMemoryAllocation);
     }
     o->fn  = fn;
@@ -902,6 +912,9 @@ static cudaError_t copy_async(void *dst, const void *src, size_t n, enum cudaMem
     }
     int to_dev = dk >= 0 && kind_device(dk), from_dev = sk >= 0 && kind_device(sk);
     if (sk < 0 && to_dev) { /* pageable source: taken now */
+        if (blocking) {     /* after a sync of the stream (the runtime's rule for cudaMemcpy) */
+            stream_drain(stream_of(st));
+        }
         if ((taken = malloc(n)) == NULL) {
             return cudaErrorMemoryAllocation;
         }
@@ -944,9 +957,11 @@ static cudaError_t set_async(void *p, int v, size_t n, cudaStream_t st, int sync
     if (n == 0) {
         return cudaSuccess;
     }
-    if ((e = xlate(p, n, 1, 0, &d, NULL, "cudaMemset", "destination")) != cudaSuccess) {
+    int kind = 0;
+    if ((e = xlate(p, n, 1, 0, &d, &kind, "cudaMemset", "destination")) != cudaSuccess) {
         return e;
     }
+    sync    = sync && !kind_device(kind); /* cudaMemset waits only on (pinned) host memory */
     op_t *o = op_new(OP_SET);
     if (o == NULL) {
         return cudaErrorMemoryAllocation;
@@ -998,16 +1013,18 @@ SIM_EXPORT cudaError_t cudaStreamDestroy(cudaStream_t st)
     while (s != NULL && s != st) {
         s = s->next;
     }
-    pthread_mutex_unlock(&sim_mu);
     if (s == NULL) {
+        pthread_mutex_unlock(&sim_mu);
         return set_err(cudaErrorInvalidResourceHandle);
     }
-    /* work already queued still runs; the thread ends after it */
+    /* work already queued still runs; the thread ends after it (and cannot free the stream
+     * while sim_mu is held: it unlists itself under it first) */
     pthread_mutex_lock(&st->mu);
     int again     = st->destroyed;
     st->destroyed = 1;
     pthread_cond_signal(&st->cv);
     pthread_mutex_unlock(&st->mu);
+    pthread_mutex_unlock(&sim_mu);
     return again ? set_err(cudaErrorInvalidResourceHandle) : cudaSuccess;
 }
 

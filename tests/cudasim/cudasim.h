@@ -24,7 +24,7 @@ extern "C" {
 void *cudasim_view(const void *p, size_t len, const char *what);
 
 /* Enqueue fn(arg) on stream as a kernel (device work: it may use cudasim_view'ed memory); arg
- * is freed with free() after fn ran. 0 or a cudaError_t. */
+ * is freed with free() after fn ran, or at once when the launch fails. 0 or a cudaError_t. */
 int cudasim_launch(void *stream, void (*fn)(void *), void *arg);
 
 /* Wait until every stream of the process is idle, as a call that synchronises the device does

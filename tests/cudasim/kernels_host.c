@@ -108,11 +108,9 @@ static int kjob_launch(kjob_t *k, void *stream)
     if (!__atomic_load_n(&kernels_loaded, __ATOMIC_ACQUIRE)) {
         cudasim_device_sync();
     }
-    int e = cudasim_launch(stream, kjob_run, k);
-    if (e != 0) {
-        free(k);
-    }
-    return e != 0 ? e : (int)cudaGetLastError();
+    int e    = cudasim_launch(stream, kjob_run, k);
+    int last = (int)cudaGetLastError(); /* cleared, as the device launchers do */
+    return e != 0 ? e : last;
 }
 
 int coll_cuda_reduce2(coll_dtype_t dt, coll_redop_t op, void *dst, const void *a, const void *b,
