@@ -113,30 +113,6 @@ static int kjob_launch(kjob_t *k, void *stream)
     return e != 0 ? e : last;
 }
 
-int coll_cuda_reduce2(coll_dtype_t dt, coll_redop_t op, void *dst, const void *a, const void *b,
-                      size_t n, void *stream)
-{
-    size_t bytes = n * coll_dtype_size(dt);
-    if (n == 0) {
-        return 0;
-    }
-    if (!kjob_valid(dt, op)) {
-        return (int)cudaErrorInvalidValue;
-    }
-    kjob_t *k = calloc(1, sizeof *k);
-    if (k == NULL) {
-        return (int)cudaErrorMemoryAllocation;
-    }
-    *k = (kjob_t){.dt   = dt,
-                  .op   = op,
-                  .dst  = cudasim_view(dst, bytes, "reduce2 destination"),
-                  .src  = {cudasim_view(a, bytes, "reduce2 operand a"),
-                           cudasim_view(b, bytes, "reduce2 operand b")},
-                  .nsrc = 2,
-                  .n    = n};
-    return kjob_launch(k, stream);
-}
-
 int coll_cuda_reduce_n(coll_dtype_t dt, coll_redop_t op, void *dst, const void *const *srcs,
                        int nsrc, size_t n, void *stream)
 {
@@ -163,6 +139,13 @@ int coll_cuda_reduce_n(coll_dtype_t dt, coll_redop_t op, void *dst, const void *
         k->src[s] = cudasim_view(srcs[s], bytes, "reduce_n source");
     }
     return kjob_launch(k, stream);
+}
+
+int coll_cuda_reduce2(coll_dtype_t dt, coll_redop_t op, void *dst, const void *a, const void *b,
+                      size_t n, void *stream)
+{
+    const void *srcs[2] = {a, b};
+    return coll_cuda_reduce_n(dt, op, dst, srcs, 2, n, stream);
 }
 
 int coll_cuda_div(coll_dtype_t dt, void *buf, size_t n, int divisor, void *stream)

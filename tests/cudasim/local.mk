@@ -5,7 +5,8 @@
 EXTRA_DIST += tests/cudasim/run.sh tests/cudasim/README.md
 if HAVE_CUDA
 check_LTLIBRARIES += tests/cudasim/libcuda.la
-tests_cudasim_libcuda_la_SOURCES = tests/cudasim/cudasim.c tests/cudasim/cudasim.h
+tests_cudasim_libcuda_la_SOURCES = tests/cudasim/cudasim.c tests/cudasim/cudasim_stream.c \
+    tests/cudasim/cudasim_mem.c tests/cudasim/cudasim.h tests/cudasim/cudasim_int.h
 tests_cudasim_libcuda_la_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS)
 tests_cudasim_libcuda_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden
 # -rpath makes it a shared library, named and versioned as the driver it stands in for

@@ -113,27 +113,38 @@ static int test_ipc(void)
     return 0;
 }
 
-/* A child that writes to device memory from the host dies of SIGSEGV. */
-static int test_host_touch(void)
+/* body() run in a forked child; the child's wait status. */
+static int in_child(int (*body)(void))
 {
     int   wst = 0;
     pid_t pid = fork();
     ASSERT_(pid >= 0, "%s", "fork");
     if (pid == 0) {
-        void *d = NULL;
-        if (cudaMalloc(&d, 4096) != cudaSuccess) {
-            _exit(2);
-        }
-        ((volatile char *)d)[100] = 1; /* must fault */
-        _exit(0);
+        _exit(body());
     }
     ASSERT_(waitpid(pid, &wst, 0) == pid, "%s", "waitpid");
+    return wst;
+}
+
+static int host_touch(void)
+{
+    void *d = NULL;
+    if (cudaMalloc(&d, 4096) != cudaSuccess) {
+        return 2;
+    }
+    ((volatile char *)d)[100] = 1; /* must fault */
+    return 0;
+}
+
+/* A child that writes to device memory from the host dies of SIGSEGV. */
+static int test_host_touch(void)
+{
+    int wst = in_child(host_touch);
     ASSERT_(WIFSIGNALED(wst) && WTERMSIG(wst) == SIGSEGV,
             "a host write to device memory did not fault (status %#x)", wst);
     return 0;
 }
 
-/* A host function that calls CUDA aborts the process (CUDASIM_HOSTFN_CUDA unset). */
 static void hostfn_malloc(void *arg)
 {
     void *p = NULL;
@@ -141,20 +152,20 @@ static void hostfn_malloc(void *arg)
     cudaMalloc(&p, 64);
 }
 
+static int hostfn_calls_malloc(void)
+{
+    unsetenv("CUDASIM_HOSTFN_CUDA");
+    if (cudaLaunchHostFunc(NULL, hostfn_malloc, NULL) != cudaSuccess) {
+        return 2;
+    }
+    cudaStreamSynchronize(NULL);
+    return 0;
+}
+
+/* A host function that calls CUDA aborts the process (CUDASIM_HOSTFN_CUDA unset). */
 static int test_hostfn_abort(void)
 {
-    int   wst = 0;
-    pid_t pid = fork();
-    ASSERT_(pid >= 0, "%s", "fork");
-    if (pid == 0) {
-        unsetenv("CUDASIM_HOSTFN_CUDA");
-        if (cudaLaunchHostFunc(NULL, hostfn_malloc, NULL) != cudaSuccess) {
-            _exit(2);
-        }
-        cudaStreamSynchronize(NULL);
-        _exit(0);
-    }
-    ASSERT_(waitpid(pid, &wst, 0) == pid, "%s", "waitpid");
+    int wst = in_child(hostfn_calls_malloc);
     ASSERT_(WIFSIGNALED(wst) && WTERMSIG(wst) == SIGABRT,
             "a host function's CUDA call did not abort (status %#x)", wst);
     return 0;
@@ -211,17 +222,17 @@ static int test_kernels_contract(void)
     return 0;
 }
 
+static int malloc_refused(void)
+{
+    void *d = NULL;
+    return cudaMalloc(&d, 64) == cudaErrorInitializationError ? 0 : 1;
+}
+
 /* After CUDA was used, a forked child gets an initialization error. */
 static int test_fork_after_use(void)
 {
-    int   wst = 0;
-    pid_t pid = fork();
-    ASSERT_(pid >= 0, "%s", "fork");
-    if (pid == 0) {
-        void *d = NULL;
-        _exit(cudaMalloc(&d, 64) == cudaErrorInitializationError ? 0 : 1);
-    }
-    ASSERT_(waitpid(pid, &wst, 0) == pid && WIFEXITED(wst) && WEXITSTATUS(wst) == 0, "%s",
+    int wst = in_child(malloc_refused);
+    ASSERT_(WIFEXITED(wst) && WEXITSTATUS(wst) == 0, "%s",
             "CUDA worked in a child forked after the parent used it");
     return 0;
 }
