@@ -31,7 +31,8 @@ COLL_LIB_SOURCES += src/api/colls_stream.c src/cuda/cuda.h src/cuda/devmem.h src
     src/cuda/p2p_topo.h src/cuda/p2p_topo.c src/cuda/order.h src/cuda/order.c
 if HAVE_CUDA
 COLL_LIB_SOURCES += src/cuda/driver.h src/cuda/mem.c src/cuda/devop.h src/cuda/devop.c \
-    src/cuda/proxy.c src/cuda/proxy_msg.c src/cuda/ipc.c src/cuda/p2p.h src/cuda/p2p.c src/cuda/kernels.h
+    src/cuda/proxy.c src/cuda/proxy_msg.c src/cuda/bounce.c src/cuda/ipc.c src/cuda/p2p.h \
+    src/cuda/p2p.c src/cuda/kernels.h
 libcoll_internal_la_LIBADD += src/cuda/kernels.lo
 else
 COLL_LIB_SOURCES += src/cuda/nocuda.c

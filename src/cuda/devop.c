@@ -64,7 +64,7 @@ static size_t stage_need(const coll_devop_t *d, size_t *roff_p)
         return hi - lo;
     }
     *roff_p = d->send_dev ? (d->send_bytes + 255) & ~(size_t)255 : 0;
-    return *roff_p + (d->recv_dev ? d->recv_bytes : 0) + 1;
+    return *roff_p + (d->recv_dev ? d->recv_bytes : 0);
 }
 
 /* Give the call its staging and the engine's buffer pointers (proxy; reserved at the call). */
@@ -315,7 +315,8 @@ static void CUDART_CB devop_host_wait(void *arg)
     atomic_fetch_sub(&cc->host_waiters, 1); /* last: the state stays until none is left */
 }
 
-/* Make the caller's stream wait for d (lock held). */
+/* Make the caller's stream wait for d (comm->lock not held: the driver may block here until
+ * the stream moves, which takes the proxy, which takes the lock). */
 static coll_result_t devop_stream_wait(coll_cuda_comm_t *cc, coll_devop_t *d)
 {
     const coll_cu_driver_t *drv = coll_cu_driver();
@@ -451,12 +452,18 @@ coll_result_t coll_cuda_start(coll_comm_t *comm, const coll_args_t *a, const voi
     pthread_mutex_lock(&cc->qlock);
     st = event_get(cc, &d->ready);
     pthread_mutex_unlock(&cc->qlock);
+    /* Nothing is put on the caller's stream with comm->lock held: the driver may block such a
+     * call until the stream moves (its queue full of calls waiting for the proxy), and the
+     * proxy needs the lock to move them. The call's place in its stream is marked here; it is
+     * numbered below, with the lock taken again. */
+    pthread_mutex_unlock(&comm->lock);
     if (st == COLL_OK && cudaEventRecord(d->ready, d->ustream) != cudaSuccess) {
         st = coll_set_last_error(COLL_ERR_CUDA,
                                  "%s: cudaEventRecord on the caller's stream failed (stream of "
                                  "another device, or destroyed?)",
                                  coll_op_name(a->coll));
     }
+    pthread_mutex_lock(&comm->lock);
     if (st == COLL_OK && p2p) {
         st = coll_p2p_prepare(comm, cc, d);
     } else if (st == COLL_OK) {
@@ -470,19 +477,20 @@ coll_result_t coll_cuda_start(coll_comm_t *comm, const coll_args_t *a, const voi
     }
     if (st == COLL_OK) {
         d->ticket = ++cc->next_ticket;
-        if (stream_ordered) {
-            /* on failure here the call still runs (it is numbered); the stream just does not
-             * wait, and the error says so */
-            st = devop_stream_wait(cc, d);
-        }
         coll_cuda_proxy_push(cc, d);
         pushed = 1;
     }
 unlock:
+    pthread_mutex_unlock(&comm->lock);
+    if (pushed && stream_ordered) {
+        /* after the lock (above); the wait is for the counter to reach the ticket, so it may
+         * come after the proxy ended the call. On failure the call still runs (it is
+         * numbered); the stream just does not wait, and the error says so. */
+        st = devop_stream_wait(cc, d);
+    }
     if (old >= 0 && old != cc->device) {
         cudaSetDevice(old);
     }
-    pthread_mutex_unlock(&comm->lock);
     if (!pushed) {
         goto free_d; /* never started (d->req may already be NULL for a pushed call that ended) */
     }
@@ -596,6 +604,7 @@ void coll_cuda_comm_free(coll_comm_t *comm)
     coll_free(cc->parked_heaps);
     coll_proxy_pinned_free(cc->stage, cc->stage_cap, cc->stage_mapped);
     coll_proxy_pinned_free(cc->mstage, cc->mparts.cap, cc->mstage_mapped);
+    coll_proxy_bounce_free(cc);
     while (cc->p2p_parked != NULL) {
         coll_p2p_op_t *op = cc->p2p_parked;
         cc->p2p_parked    = op->next_parked;

@@ -80,6 +80,11 @@ typedef struct coll_cuda_comm {
     void        *mstage;
     coll_parts_t mparts; /* its cap (0: none), the parts held */
     int          mstage_mapped;
+    /* two pinned halves through which the proxy copies to and from heap staging (bounce.c),
+     * allocated likewise; NULL: none could be had, heap staging is copied directly */
+    void       *bounce;
+    int         bounce_mapped;
+    cudaEvent_t bounce_ev[2];
     /* device windows of every rank, mapped here (ipc.c; the direct and p2p paths) */
     int                ipc_tried, ipc_ok;
     size_t             win_bytes; /* per half */
@@ -132,6 +137,7 @@ coll_result_t coll_proxy_stage_out(coll_cuda_comm_t *cc, coll_devop_t *d, coll_r
 /* sleep ns nanoseconds at most, or until a call is pushed for the proxy (proxy thread) */
 void coll_proxy_nap(coll_cuda_comm_t *cc, long ns);
 void coll_proxy_pinned_free(void *p, size_t cap, int mapped); /* staging (proxy_pinned_alloc) */
+void coll_proxy_bounce_free(coll_cuda_comm_t *cc); /* the bounce halves and their events */
 
 /* proxy_msg.c: sends and receives in flight together, on the proxy thread */
 int  coll_proxy_msg_is(const coll_devop_t *d);
@@ -158,5 +164,12 @@ void          coll_devop_engine_done(void *arg, coll_result_t st);     /* on_don
 void          coll_devop_finish(coll_devop_t *d, coll_result_t st);
 coll_result_t coll_devop_stage(coll_cuda_comm_t *cc, coll_devop_t *d); /* proxy only */
 void          coll_devop_mpart_release(coll_cuda_comm_t *cc, coll_devop_t *d);
+
+/* The proxy's copy of len bytes between device memory and host staging (to_device: host to
+ * device), to its end on the copy stream; pageable: the host side is heap memory, copied
+ * through the bounce halves (bounce.c). */
+#define COLL_PROXY_BOUNCE_HALF ((size_t)1 << 20)
+cudaError_t coll_proxy_copy(coll_cuda_comm_t *cc, void *dst, const void *src, size_t len,
+                            int to_device, int pageable);
 
 #endif

@@ -269,11 +269,7 @@ coll_result_t coll_proxy_stage_in(coll_cuda_comm_t *cc, coll_devop_t *d, cudaErr
                             coll_last_error());
         pthread_mutex_unlock(&d->comm->lock);
     } else if (d->send_dev && !d->direct && !d->gdr) {
-        cudaError_t e =
-            cudaMemcpyAsync(d->esend, d->usend, d->send_bytes, cudaMemcpyDeviceToHost, cc->copy);
-        if (e == cudaSuccess) {
-            e = cudaStreamSynchronize(cc->copy);
-        }
+        cudaError_t e = coll_proxy_copy(cc, d->esend, d->usend, d->send_bytes, 0, d->heap != NULL);
         if (e != cudaSuccess) {
             st = coll_proxy_cuda_error(d, "copying the input to staging", e);
         }
@@ -303,10 +299,7 @@ coll_result_t coll_proxy_stage_out(coll_cuda_comm_t *cc, coll_devop_t *d, coll_r
         }
     }
     if (st == COLL_OK && d->recv_dev && !d->direct && !d->gdr) {
-        e = cudaMemcpyAsync(d->urecv, d->erecv, d->recv_bytes, cudaMemcpyHostToDevice, cc->copy);
-        if (e == cudaSuccess) {
-            e = cudaStreamSynchronize(cc->copy);
-        }
+        e = coll_proxy_copy(cc, d->urecv, d->erecv, d->recv_bytes, 1, d->heap != NULL);
         if (e != cudaSuccess) {
             st = coll_proxy_cuda_error(d, "copying the result to the device", e);
         }
@@ -477,6 +470,18 @@ void coll_proxy_pinned_free(void *p, size_t cap, int mapped)
     }
 }
 
+void coll_proxy_bounce_free(coll_cuda_comm_t *cc)
+{
+    for (int i = 0; i < 2; i++) {
+        if (cc->bounce_ev[i] != NULL) {
+            cudaEventDestroy(cc->bounce_ev[i]);
+            cc->bounce_ev[i] = NULL;
+        }
+    }
+    coll_proxy_pinned_free(cc->bounce, 2 * COLL_PROXY_BOUNCE_HALF, cc->bounce_mapped);
+    cc->bounce = NULL;
+}
+
 coll_result_t coll_cuda_proxy_start(coll_cuda_comm_t *cc, coll_comm_t *comm)
 {
     void       *host = NULL, *dev = NULL;
@@ -542,6 +547,20 @@ coll_result_t coll_cuda_proxy_start(coll_cuda_comm_t *cc, coll_comm_t *comm)
                   "stage from the heap",
                   comm->rank, cc->mparts.cap);
         cc->mparts.cap = 0;
+    }
+    if ((cc->bounce = proxy_pinned_alloc(2 * COLL_PROXY_BOUNCE_HALF, &cc->bounce_mapped, node,
+                                         comm->rank, "bounce halves")) != NULL &&
+        (cudaEventCreateWithFlags(&cc->bounce_ev[0], cudaEventDisableTiming) != cudaSuccess ||
+         cudaEventCreateWithFlags(&cc->bounce_ev[1], cudaEventDisableTiming) != cudaSuccess)) {
+        cudaGetLastError();
+        coll_proxy_bounce_free(cc);
+    }
+    if (cc->bounce == NULL) {
+        coll_warn(COLL,
+                  "rank %d: no pinned bounce halves of %zu bytes; heap staging is copied "
+                  "directly, which another thread's copy to or from pageable memory can hold "
+                  "back",
+                  comm->rank, 2 * COLL_PROXY_BOUNCE_HALF);
     }
     /* once, whatever fails below: it decides whether this rank joins the windows' exchange */
     cc->p2p_possible = coll_p2p_possible(comm);

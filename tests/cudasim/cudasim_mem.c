@@ -239,15 +239,20 @@ SIM_EXPORT cudaError_t cudaHostGetDevicePointer(void **d, void *h, unsigned flag
 /* ---- copies ---- */
 
 /* A copy, queued on st. When it returns (the runtime's rules, "API synchronization behavior"):
- *   cudaMemcpy (blocking): once done, except device to device (queued only) and from pageable
- *   memory to the device (the source is taken at once, the copy queued);
- *   cudaMemcpyAsync: queued; from pageable memory, the source is taken at once. To pageable
- *   memory it is queued too: the runtime may or may not wait, and the caller must not rely
- *   on either. */
+ *   cudaMemcpy (blocking): once done, except device to device (queued only);
+ *   cudaMemcpyAsync: queued.
+ * A copy between the device and pageable memory, either way, blocking or not, returns once done,
+ * and holds one lock of the process until then: the runtime stages it through a buffer of its
+ * own, which a thread holds for the whole copy, including its wait for the stream (on an H200,
+ * a copy to pageable memory queued behind a receive held back the proxy's copy to pageable
+ * staging). The runtime may return earlier; code must work either way, and this is the way
+ * that hangs where it would. */
+static pthread_mutex_t pageable_mu = PTHREAD_MUTEX_INITIALIZER;
+
 static cudaError_t copy_async(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind,
                               cudaStream_t st, int blocking, const char *fn)
 {
-    char       *d = NULL, *s = NULL, *taken = NULL;
+    char       *d = NULL, *s = NULL;
     int         dk = 0, sk = 0, any = kind == cudaMemcpyDefault;
     int         ddev = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice;
     int         sdev = kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice;
@@ -264,26 +269,27 @@ static cudaError_t copy_async(void *dst, const void *src, size_t n, enum cudaMem
         return e;
     }
     int to_dev = dk >= 0 && kind_device(dk), from_dev = sk >= 0 && kind_device(sk);
-    if (sk < 0 && to_dev) { /* pageable source: taken now */
-        if (blocking) {     /* after a sync of the stream (the runtime's rule for cudaMemcpy) */
-            stream_drain(stream_of(st));
-        }
-        if ((taken = malloc(n)) == NULL) {
+    if ((sk < 0 && to_dev) || (dk < 0 && from_dev)) { /* pageable: see above */
+        op_t *o = op_new(OP_COPY);
+        if (o == NULL) {
             return cudaErrorMemoryAllocation;
         }
-        memcpy(taken, s, n);
-        s = taken;
+        o->dst = d;
+        o->src = s;
+        o->n   = n;
+        pthread_mutex_lock(&pageable_mu);
+        e = op_submit(st, o, 1);
+        pthread_mutex_unlock(&pageable_mu);
+        return e;
     }
     op_t *o = op_new(OP_COPY);
     if (o == NULL) {
-        free(taken);
         return cudaErrorMemoryAllocation;
     }
     o->dst   = d;
     o->src   = s;
-    o->arg   = taken; /* freed after the copy */
     o->n     = n;
-    int wait = blocking && !(to_dev && (from_dev || taken != NULL));
+    int wait = blocking && !(to_dev && from_dev);
     if (!to_dev && !from_dev) { /* host to host: done by the call */
         wait = 1;
     }

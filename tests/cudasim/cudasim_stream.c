@@ -257,6 +257,16 @@ struct CUstream_st *stream_of(cudaStream_t st)
     return st;
 }
 
+/* Give back a reference taken under sim_mu; the last one frees a stream whose thread ended. */
+static void stream_unref(struct CUstream_st *s)
+{
+    pthread_mutex_lock(&sim_mu);
+    if (--s->refs == 0 && s->exited) {
+        stream_free(s);
+    }
+    pthread_mutex_unlock(&sim_mu);
+}
+
 /* An operation that will not run: what it owns goes with it. */
 static void op_drop(op_t *o)
 {
@@ -266,19 +276,55 @@ static void op_drop(op_t *o)
     free(o);
 }
 
-/* Queue o on st; its sequence number in *seq_p. */
+/* How many operations a stream holds before queueing one more blocks the caller until one ends
+ * (CUDASIM_STREAM_DEPTH, default 16). A GPU's driver blocks too, at a depth it does not
+ * document (on an H200, some tens of calls each waiting on a memory word): code that queues
+ * work while holding what the stream's progress needs hangs there, and here at once. */
+static uint64_t       depth_max;
+static pthread_once_t depth_once = PTHREAD_ONCE_INIT;
+
+static void depth_read(void)
+{
+    const char *v = getenv("CUDASIM_STREAM_DEPTH");
+    long        d = v != NULL ? atol(v) : 16;
+    depth_max     = d > 0 ? (uint64_t)d : 16;
+}
+
+static uint64_t stream_depth(void)
+{
+    pthread_once(&depth_once, depth_read);
+    return depth_max;
+}
+
+/* Queue o on st (once the stream holds fewer than stream_depth() operations); its sequence
+ * number in *seq_p. The stream is held (refs) meanwhile: it may be destroyed while this
+ * waits, and its thread may end. An event's record counts from when it is queued. */
 cudaError_t stream_push(cudaStream_t st, op_t *o, uint64_t *seq_p)
 {
-    struct CUstream_st *s = stream_of(st);
+    struct CUstream_st *s     = stream_of(st);
+    uint64_t            depth = stream_depth();
     if (s == NULL) {
         op_drop(o);
         return cudaErrorMemoryAllocation;
     }
+    pthread_mutex_lock(&sim_mu);
+    s->refs++;
+    pthread_mutex_unlock(&sim_mu);
     pthread_mutex_lock(&s->mu);
+    while (!s->destroyed && s->enq - s->done >= depth) {
+        pthread_cond_wait(&s->idle, &s->mu);
+    }
     if (s->destroyed) {
         pthread_mutex_unlock(&s->mu);
+        stream_unref(s);
         op_drop(o);
         return cudaErrorInvalidResourceHandle;
+    }
+    if (o->type == OP_EVENT) {
+        pthread_mutex_lock(&o->ev->mu);
+        o->ev_seq = ++o->ev->recorded;
+        o->ev->refs++;
+        pthread_mutex_unlock(&o->ev->mu);
     }
     o->seq = ++s->enq;
     if (s->tail != NULL) {
@@ -292,6 +338,7 @@ cudaError_t stream_push(cudaStream_t st, op_t *o, uint64_t *seq_p)
     }
     pthread_cond_signal(&s->cv);
     pthread_mutex_unlock(&s->mu);
+    stream_unref(s);
     return cudaSuccess;
 }
 
@@ -350,13 +397,9 @@ void drain_all(void)
     for (size_t i = 0; i < n; i++) {
         stream_drain(all[i]);
     }
-    pthread_mutex_lock(&sim_mu);
     for (size_t i = 0; i < n; i++) {
-        if (--all[i]->refs == 0 && all[i]->exited) {
-            stream_free(all[i]);
-        }
+        stream_unref(all[i]);
     }
-    pthread_mutex_unlock(&sim_mu);
     free(all);
 }
 
@@ -415,6 +458,7 @@ SIM_EXPORT cudaError_t cudaStreamDestroy(cudaStream_t st)
     int again     = st->destroyed;
     st->destroyed = 1;
     pthread_cond_signal(&st->cv);
+    pthread_cond_broadcast(&st->idle); /* a caller waiting for room gets its error now */
     pthread_mutex_unlock(&st->mu);
     pthread_mutex_unlock(&sim_mu);
     return again ? set_err(cudaErrorInvalidResourceHandle) : cudaSuccess;
@@ -500,19 +544,8 @@ SIM_EXPORT cudaError_t cudaEventRecord(cudaEvent_t ev, cudaStream_t st)
     if (o == NULL) {
         return set_err(cudaErrorMemoryAllocation);
     }
-    pthread_mutex_lock(&ev->mu);
-    o->ev_seq = ++ev->recorded;
-    ev->refs++;
-    pthread_mutex_unlock(&ev->mu);
-    o->ev         = ev;
-    cudaError_t e = stream_push(st, o, NULL);
-    if (e != cudaSuccess) { /* never runs: count it as done */
-        pthread_mutex_lock(&ev->mu);
-        ev->completed = ev->recorded;
-        pthread_mutex_unlock(&ev->mu);
-        event_unref(ev);
-    }
-    return set_err(e);
+    o->ev = ev; /* counted as recorded once queued (stream_push) */
+    return set_err(stream_push(st, o, NULL));
 }
 
 SIM_EXPORT cudaError_t cudaEventQuery(cudaEvent_t ev)

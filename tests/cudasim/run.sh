@@ -6,9 +6,11 @@
 #   test_device_colls   every collective and send/recv on device buffers, blocking,
 #                       non-blocking and stream-ordered, 1-4 ranks, over shm and tcp, each path;
 #                       then at 2 ranks with the callers' streams waiting by host functions
-#                       (COLL_CUDA_STREAM_WAIT=hostfn) instead of stream memory operations;
+#                       (COLL_CUDA_STREAM_WAIT=hostfn) instead of stream memory operations,
+#                       and with staging from the heap (no pinned message staging, 64 KiB of
+#                       pinned staging);
 #   collbench -M cuda   2 ranks through collrun, results checked (#wrong 0), p2p and staged,
-#                       once with the debug log written to files.
+#                       staged from the heap, once with the debug log written to files.
 # First checks that no program took code from the CUDA runtime archive: every CUDA entry
 # point they call must be the emulation's. Device memory lives in files under a directory of
 # this run's own, removed at the end.
@@ -50,6 +52,8 @@ step test_p2p 300 "$b/test_p2p"
 step test_device_colls 900 "$b/test_device_colls"
 step "test_device_colls, host-function waits" 300 \
     env COLL_CUDA_STREAM_WAIT=hostfn "$b/test_device_colls" -n 2
+step "test_device_colls, heap staging" 300 \
+    env COLL_CUDA_MSG_STAGING=0 COLL_CUDA_STAGING_SIZE=64k "$b/test_device_colls" -n 2
 bench() { # label, environment...
     label=$1
     shift
@@ -69,6 +73,8 @@ bench() { # label, environment...
 }
 step "collbench, p2p" - bench p2p COLL_CUDA_P2P=1
 step "collbench, staged" - bench staged COLL_CUDA_P2P=0
+step "collbench, staged from the heap" - bench "heap staging" COLL_CUDA_P2P=0 \
+    COLL_CUDA_STAGING_SIZE=64k
 step "collbench, debug log to files" - bench "debug log" COLL_CUDA_P2P=1 COLL_DEBUG=debug \
     COLL_DEBUG_FILE="$CUDASIM_DIR/log.%h.%p"
 # that run took the p2p path: each rank logged its line for each collective

@@ -6,7 +6,9 @@
  * runs its operations in order and asynchronously (an event stays unready while its stream waits
  * on a memory word, cuStreamWaitValue32); a host function may not call CUDA; a handle of
  * cudaIpcGetMemHandle maps the same memory in another process; pool memory has no handle; a
- * child forked after CUDA was used gets an initialization error; the pointer attributes tell
+ * child forked after CUDA was used gets an initialization error; a stream waiting on a word
+ * holds only so many operations before queueing blocks; a copy between the device and pageable
+ * memory returns once done and holds back other such copies; the pointer attributes tell
  * device memory from pinned and ordinary host memory; the reduction kernels of
  * kernels_host.c compute on device memory in stream order.
  */
@@ -16,7 +18,9 @@
 
 #include <cuda.h>
 #include <cuda_runtime.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <stdint.h>
@@ -345,6 +349,109 @@ static int test_stream_order(void)
     return 0;
 }
 
+/* A stream waiting on a word holds only so many operations: queueing more blocks the caller
+ * (CUDASIM_STREAM_DEPTH, 16 unless set) until the word is written. */
+typedef struct {
+    cudaStream_t s;
+    void        *dev;
+    atomic_int   queued;
+    int          n;
+} depth_arg_t;
+
+static void *depth_pusher(void *p)
+{
+    depth_arg_t *a = p;
+    for (int i = 0; i < a->n; i++) {
+        if (cudaMemsetAsync(a->dev, i, 64, a->s) != cudaSuccess) {
+            break;
+        }
+        atomic_fetch_add(&a->queued, 1);
+    }
+    return NULL;
+}
+
+/* A copy between the device and pageable memory returns once done and holds the runtime's
+ * staging until then: a second one, on an idle stream, waits for the first. */
+typedef struct {
+    cudaStream_t s;
+    void        *dst, *src;
+    atomic_int   done;
+} copy_arg_t;
+
+static void *pageable_copier(void *p)
+{
+    copy_arg_t *a = p;
+    if (cudaMemcpyAsync(a->dst, a->src, 256, cudaMemcpyDeviceToHost, a->s) == cudaSuccess) {
+        atomic_store(&a->done, 1);
+    }
+    return NULL;
+}
+
+static int test_stream_depth_and_pageable(void)
+{
+    cudaStream_t       s, s2;
+    volatile uint32_t *flag  = NULL;
+    void              *dflag = NULL, *dev = NULL, *pinned = NULL;
+    char               page1[256], page2[256];
+    pthread_t          t, t1, t2;
+    depth_arg_t        da = {.n = 40};
+    copy_arg_t         c1, c2;
+
+    CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    CUDA_OK(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking));
+    CUDA_OK(cudaHostAlloc((void **)&flag, sizeof *flag, cudaHostAllocMapped));
+    CUDA_OK(cudaHostAlloc(&pinned, 256, cudaHostAllocPortable));
+    *flag = 0;
+    CUDA_OK(cudaHostGetDevicePointer(&dflag, (void *)flag, 0));
+    CUDA_OK(cudaMalloc(&dev, 256));
+    /* the depth */
+    ASSERT_(cuStreamWaitValue32(s, (CUdeviceptr)dflag, 1, CU_STREAM_WAIT_VALUE_GEQ) == CUDA_SUCCESS,
+            "%s", "cuStreamWaitValue32");
+    da.s   = s;
+    da.dev = dev;
+    atomic_init(&da.queued, 0);
+    ASSERT_(pthread_create(&t, NULL, depth_pusher, &da) == 0, "%s", "pthread_create");
+    nap_ms(50);
+    int q = atomic_load(&da.queued);
+    *flag = 1; /* before any check can return: nothing is left waiting */
+    pthread_join(t, NULL);
+    ASSERT_(q > 0 && q < da.n, "%d of %d operations queued behind a wait (none should block?)", q,
+            da.n);
+    ASSERT_(atomic_load(&da.queued) == da.n, "%d of %d queued once the wait ended",
+            atomic_load(&da.queued), da.n);
+    CUDA_OK(cudaStreamSynchronize(s));
+    /* the pageable copies */
+    *flag = 0;
+    ASSERT_(cuStreamWaitValue32(s, (CUdeviceptr)dflag, 1, CU_STREAM_WAIT_VALUE_GEQ) == CUDA_SUCCESS,
+            "%s", "cuStreamWaitValue32");
+    c1 = (copy_arg_t){.s = s, .dst = page1, .src = dev};
+    c2 = (copy_arg_t){.s = s2, .dst = page2, .src = dev};
+    ASSERT_(pthread_create(&t1, NULL, pageable_copier, &c1) == 0, "%s", "pthread_create");
+    nap_ms(20);
+    ASSERT_(pthread_create(&t2, NULL, pageable_copier, &c2) == 0, "%s", "pthread_create");
+    nap_ms(50);
+    int early1 = atomic_load(&c1.done), early2 = atomic_load(&c2.done);
+    /* pinned memory is not held back */
+    cudaError_t pe = cudaMemcpyAsync(pinned, dev, 256, cudaMemcpyDeviceToHost, s2);
+    if (pe == cudaSuccess) {
+        pe = cudaStreamSynchronize(s2);
+    }
+    *flag = 1; /* before any check can return */
+    pthread_join(t1, NULL);
+    pthread_join(t2, NULL);
+    ASSERT_(!early1 && !early2,
+            "pageable copies returned (%d, %d) while the first waited for its stream", early1,
+            early2);
+    ASSERT_(pe == cudaSuccess, "a copy to pinned memory: %s", cudaGetErrorString(pe));
+    ASSERT_(atomic_load(&c1.done) && atomic_load(&c2.done), "%s", "a pageable copy failed");
+    CUDA_OK(cudaStreamDestroy(s));
+    CUDA_OK(cudaStreamDestroy(s2));
+    CUDA_OK(cudaFree(dev));
+    CUDA_OK(cudaFreeHost(pinned));
+    CUDA_OK(cudaFreeHost((void *)flag));
+    return 0;
+}
+
 int main(void)
 {
     int rc = 0;
@@ -360,6 +467,7 @@ int main(void)
     rc |= test_kernels_contract();
     rc |= test_copies_and_pointers();
     rc |= test_stream_order();
+    rc |= test_stream_depth_and_pageable();
     rc |= test_fork_after_use();
     printf("%s\n", rc ? "FAIL" : "cudasim: emulation checks passed");
     return rc ? 1 : 0;

@@ -3,7 +3,8 @@
 # CUDA device), and run on their own by make check-gpu.
 GPU_CHECK_BINS =
 GPU_CHECK_SH =
-EXTRA_DIST += tests/gpu/check-gpu.sh tests/gpu/bundle.sh tests/gpu/device_run.sh
+EXTRA_DIST += tests/gpu/check-gpu.sh tests/gpu/bundle.sh tests/gpu/device_run.sh \
+    tests/gpu/stackdump.c
 if HAVE_CUDA
 GPU_CHECK_BINS += tests/gpu/test_kernels tests/gpu/test_device_colls tests/gpu/test_p2p
 check_PROGRAMS += tests/gpu/test_kernels tests/gpu/test_device_colls tests/gpu/test_p2p

@@ -268,7 +268,8 @@ static size_t dc_case(coll_comm_t *comm, dc_case_t *k, int mode, coll_dtype_t dt
 }
 
 /* Ordering: 8 all-reduces in flight on one stream, each adding to the previous result, with a
- * host all-reduce between the enqueues, then one synchronisation. */
+ * host all-reduce between the enqueues, then one synchronisation; then a burst of 64 on one
+ * stream, back to back. */
 static size_t dc_order(coll_comm_t *comm, int rank, int n, cudaStream_t stream)
 {
     enum { N = 100003, ROUNDS = 8 };
@@ -296,6 +297,26 @@ static size_t dc_order(coll_comm_t *comm, int rank, int n, cudaStream_t stream)
         if ((double)h[i] != want) {
             fprintf(stderr, "rank %d: ordering: element %zu is %g, expected %g\n", rank, i,
                     (double)h[i], want);
+            wrong++;
+        }
+    }
+    /* a burst of stream-ordered calls with nothing between them: the driver blocks queueing
+     * once the stream holds enough work waiting for the proxy, and must not do so while the
+     * proxy needs what the caller holds */
+    enum { BURST = 64, BN = 4099 };
+    for (size_t i = 0; i < BN; i++) {
+        h[i] = (float)(rank + 1);
+    }
+    CUDA_OK(cudaMemcpyAsync(d, h, BN * sizeof(float), cudaMemcpyHostToDevice, stream));
+    for (int r = 0; r < BURST; r++) {
+        ASSERT_OK(coll_allreduce_stream(d, d, BN, COLL_FLOAT32, COLL_MAX, comm, stream));
+    }
+    CUDA_OK(cudaMemcpyAsync(h, d, BN * sizeof(float), cudaMemcpyDeviceToHost, stream));
+    CUDA_OK(cudaStreamSynchronize(stream));
+    for (size_t i = 0; i < BN && wrong < 10; i++) {
+        if (h[i] != (float)n) {
+            fprintf(stderr, "rank %d: burst: element %zu is %g, expected %d\n", rank, i,
+                    (double)h[i], n);
             wrong++;
         }
     }
