@@ -602,6 +602,9 @@ static void cb_time_test(cb_ctx_t *x, coll_dtype_t dtype, coll_redop_t op, int r
             break;
         }
     }
+    /* --memory cuda: the warm-up calls read and write the device buffers on the stream; the
+     * uploads below are on the legacy stream, unordered with it */
+    cb_sync(x, &t);
     do {
         for (size = o->minbytes; size <= o->maxbytes; size = next) {
             size_t bytes;
