@@ -22,25 +22,27 @@ static size_t bounce_len(size_t len, size_t i)
     return len - off < COLL_PROXY_BOUNCE_HALF ? len - off : COLL_PROXY_BOUNCE_HALF;
 }
 
+/* Chunk i of src (device) into its half, the half's event recorded after it. */
+static cudaError_t bounce_fetch(coll_cuda_comm_t *cc, char *const half[2], const char *src,
+                                size_t len, size_t i)
+{
+    int         k = (int)(i & 1);
+    cudaError_t e = cudaMemcpyAsync(half[k], src + i * COLL_PROXY_BOUNCE_HALF, bounce_len(len, i),
+                                    cudaMemcpyDeviceToHost, cc->copy);
+    return e == cudaSuccess ? cudaEventRecord(cc->bounce_ev[k], cc->copy) : e;
+}
+
 /* device (src) to heap (dst): chunk i+1 is copied to one half while chunk i leaves the other */
 static cudaError_t bounce_from_device(coll_cuda_comm_t *cc, char *dst, const char *src, size_t len)
 {
-    char       *half[2] = {cc->bounce, (char *)cc->bounce + COLL_PROXY_BOUNCE_HALF};
+    char *const half[2] = {cc->bounce, (char *)cc->bounce + COLL_PROXY_BOUNCE_HALF};
     size_t      n       = (len + COLL_PROXY_BOUNCE_HALF - 1) / COLL_PROXY_BOUNCE_HALF;
-    cudaError_t e =
-        cudaMemcpyAsync(half[0], src, bounce_len(len, 0), cudaMemcpyDeviceToHost, cc->copy);
-    if (e == cudaSuccess) {
-        e = cudaEventRecord(cc->bounce_ev[0], cc->copy);
-    }
+    cudaError_t e       = bounce_fetch(cc, half, src, len, 0);
+
     for (size_t i = 0; i < n && e == cudaSuccess; i++) {
         int k = (int)(i & 1);
         if (i + 1 < n) {
-            size_t off = (i + 1) * COLL_PROXY_BOUNCE_HALF;
-            e          = cudaMemcpyAsync(half[1 - k], src + off, bounce_len(len, i + 1),
-                                         cudaMemcpyDeviceToHost, cc->copy);
-            if (e == cudaSuccess) {
-                e = cudaEventRecord(cc->bounce_ev[1 - k], cc->copy);
-            }
+            e = bounce_fetch(cc, half, src, len, i + 1);
         }
         if (e == cudaSuccess) {
             e = cudaEventSynchronize(cc->bounce_ev[k]);

@@ -268,27 +268,20 @@ static cudaError_t copy_async(void *dst, const void *src, size_t n, enum cudaMem
         (e = xlate(src, n, sdev, any, &s, &sk, fn, "source")) != cudaSuccess) {
         return e;
     }
-    int to_dev = dk >= 0 && kind_device(dk), from_dev = sk >= 0 && kind_device(sk);
+    int   to_dev = dk >= 0 && kind_device(dk), from_dev = sk >= 0 && kind_device(sk);
+    op_t *o = op_new(OP_COPY);
+    if (o == NULL) {
+        return cudaErrorMemoryAllocation;
+    }
+    o->dst = d;
+    o->src = s;
+    o->n   = n;
     if ((sk < 0 && to_dev) || (dk < 0 && from_dev)) { /* pageable: see above */
-        op_t *o = op_new(OP_COPY);
-        if (o == NULL) {
-            return cudaErrorMemoryAllocation;
-        }
-        o->dst = d;
-        o->src = s;
-        o->n   = n;
         pthread_mutex_lock(&pageable_mu);
         e = op_submit(st, o, 1);
         pthread_mutex_unlock(&pageable_mu);
         return e;
     }
-    op_t *o = op_new(OP_COPY);
-    if (o == NULL) {
-        return cudaErrorMemoryAllocation;
-    }
-    o->dst   = d;
-    o->src   = s;
-    o->n     = n;
     int wait = blocking && !(to_dev && from_dev);
     if (!to_dev && !from_dev) { /* host to host: done by the call */
         wait = 1;
