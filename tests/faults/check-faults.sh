@@ -22,6 +22,9 @@ work=$(mktemp -d /tmp/coll-faults.XXXXXX)
 [ -n "${FAULT_KEEP:-}" ] || trap 'rm -rf "$work"' EXIT
 fails=0
 total=0
+trial_dir="" # the trial being checked, for fail()'s details
+trial_n=0
+trial_t0=0
 
 algos_for() { # collective transport -> algorithms to pick from
     case $1 in
@@ -42,6 +45,34 @@ pick() { # words... -> one of them
 fail() {
     echo "FAIL: $*"
     fails=$((fails + 1))
+    [ -n "$trial_dir" ] || return 0
+    # what each rank wrote, and how the job ended, so that a failure seen once can be read
+    local r
+    echo "  trial took $(($(date +%s) - trial_t0)) s; fault: $(cat "$trial_dir/fault" 2>/dev/null)"
+    for ((r = 0; r < trial_n; r++)); do
+        echo "  rank $r: $(cat "$trial_dir/rank-$r" 2>/dev/null || echo '(nothing)')"
+    done
+    tail -8 "$trial_dir/out" 2>/dev/null | sed 's/^/  out: /'
+}
+
+# A stopped victim never exits by itself: once every survivor has written its line (or the job
+# has ended), it is killed, so that a trial need not wait out collrun's grace.
+end_stopped_victim() { # dir nranks victim collrun-pid
+    local d=$1 n=$2 victim=$3 job=$4 r have pid
+    while kill -0 "$job" 2>/dev/null; do
+        have=0
+        for ((r = 0; r < n; r++)); do
+            [ $r = "$victim" ] || [ ! -s "$d/rank-$r" ] || have=$((have + 1))
+        done
+        if [ $have = $((n - 1)) ]; then
+            pid=$(awk '$2 == "pid" { print $3 }' "$d/fault" 2>/dev/null)
+            if [ -n "$pid" ] && grep -q fault_rank "/proc/$pid/cmdline" 2>/dev/null; then
+                kill -KILL "$pid" 2>/dev/null
+            fi
+            return
+        fi
+        sleep 0.1
+    done
 }
 
 trial() { # kind index
@@ -61,8 +92,11 @@ trial() { # kind index
     local fault=$kind
     [ "$kind" = shmfull ] && fault=none
     local desc="$kind #$i: $coll:$algo over $tp, $n ranks, victim $victim, $count floats"
-    local cmd=("$collrun" --timeout 60 --grace 4 -n "$n" -x COLL_TRANSPORT="$tp"
-        -x COLL_ALGO="$coll:$algo" -x COLL_TIMEOUT=$timeout_s -x COLL_DEBUG=none
+    trial_dir=$d trial_n=$n trial_t0=$(date +%s)
+    # the grace is long: a survivor's promptness is judged by the time it wrote, not by collrun
+    # (on a loaded host one can write seconds after another that exited)
+    local cmd=("$collrun" --timeout 60 --grace 20 -n "$n" -x COLL_TRANSPORT="$tp"
+        -x COLL_ALGO="$coll:$algo" -x COLL_TIMEOUT=$timeout_s -x COLL_DEBUG=error
         "$prog" --fault "$fault" --coll "$coll" --victim "$victim" --at 3 --iters 100
         --count "$count" --seed "$RANDOM" --dir "$d")
     if [ "$kind" = shmfull ]; then
@@ -70,7 +104,10 @@ trial() { # kind index
         unshare -m sh -c 'mount -t tmpfs -o size=64k tmpfs /dev/shm && exec "$@"' sh "${cmd[@]}" \
             >"$d/out" 2>&1
     else
-        "${cmd[@]}" >"$d/out" 2>&1
+        "${cmd[@]}" >"$d/out" 2>&1 &
+        local job=$!
+        [ "$kind" = stop ] && end_stopped_victim "$d" "$n" "$victim" "$job"
+        wait "$job"
     fi
     rc=$?
     total=$((total + 1))
@@ -152,6 +189,7 @@ for kind in $kinds; do
     t0=$(date +%s)
     for ((i = 1; i <= trials; i++)); do
         if [ "$kind" = args ]; then
+            trial_dir=""
             total=$((total + 1))
             "$top/tests/mp/test_args" >"$work/args.out" 2>&1 || fail "args #$i: $(tail -3 "$work/args.out")"
         else

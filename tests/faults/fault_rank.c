@@ -13,7 +13,9 @@
  * Then every rank joins one closing all-reduce. Each rank writes one line to DIR/rank-R: "ok", or
  * "error CODE T L MESSAGE" (T = wall-clock seconds when the error was returned, L = when its
  * last call before it returned, 0 if none), or "init-error ...";
- * the victim writes DIR/fault with the time of injection. Exit: 0 ok, 3 error reported.
+ * the victim writes DIR/fault with the time of injection (and, for kill and stop, its pid: the
+ * suite ends a stopped victim once every survivor has written its line). Exit: 0 ok, 3 error
+ * reported.
  */
 #include <coll.h>
 
@@ -169,7 +171,7 @@ static void *fault_thread(void *arg)
     unsigned seed = o.seed;
     usleep((useconds_t)(rand_r(&seed) % 1000)); /* somewhere inside the next collectives */
     if (strcmp(o.fault, "kill") == 0 || strcmp(o.fault, "stop") == 0) {
-        put_line("fault", "%.6f", wall());
+        put_line("fault", "%.6f pid %d", wall(), (int)getpid());
         __atomic_store_n(&fired, 1, __ATOMIC_SEQ_CST);
         raise(strcmp(o.fault, "kill") == 0 ? SIGKILL : SIGSTOP);
         return NULL;
