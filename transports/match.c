@@ -149,7 +149,7 @@ static coll_result_t match_put(coll_tp_op_t *op, size_t off, const void *data, s
     }
     char *dst = (char *)op->buf + off;
     if (op->dev != NULL) { /* never with an operand: the engine posts no such receive */
-        return coll_cuda_copy_sync(op->dev, dst, data, n);
+        return coll_cuda_copy_sync(op->dev, dst, data, n, 1);
     }
     if (op->operand == NULL) {
         memcpy(dst, data, n);

@@ -81,7 +81,8 @@ typedef struct coll_cuda_comm {
     coll_parts_t mparts; /* its cap (0: none), the parts held */
     int          mstage_mapped;
     /* two pinned halves through which the proxy copies to and from heap staging (bounce.c),
-     * allocated likewise; NULL: none could be had, heap staging is copied directly */
+     * allocated likewise, then devmem's pin (COLL_PROXY_BOUNCE_LEN in all); NULL: none could be
+     * had, heap staging and the transports' device copies are copied directly */
     void       *bounce;
     int         bounce_mapped;
     cudaEvent_t bounce_ev[2];
@@ -169,6 +170,10 @@ void          coll_devop_mpart_release(coll_cuda_comm_t *cc, coll_devop_t *d);
  * device), to its end on the copy stream; pageable: the host side is heap memory, copied
  * through the bounce halves (bounce.c). */
 #define COLL_PROXY_BOUNCE_HALF ((size_t)1 << 20)
+/* after the two halves, in the same pinned region: what the transports copy device memory
+ * through (coll_cuda_copy_sync, cc->devmem.pin; an ib rendezvous bounce piece at once) */
+#define COLL_PROXY_DEVMEM_PIN ((size_t)256 << 10)
+#define COLL_PROXY_BOUNCE_LEN (2 * COLL_PROXY_BOUNCE_HALF + COLL_PROXY_DEVMEM_PIN)
 cudaError_t coll_proxy_copy(coll_cuda_comm_t *cc, void *dst, const void *src, size_t len,
                             int to_device, int pageable);
 

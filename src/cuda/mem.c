@@ -159,17 +159,47 @@ static void devmem_leave(const coll_devmem_t *dm, int old)
     }
 }
 
-coll_result_t coll_cuda_copy_sync(const coll_devmem_t *dm, void *dst, const void *src, size_t n)
+/* One piece of a copy through dm->pin, waited for. */
+static cudaError_t devmem_pin_piece(const coll_devmem_t *dm, char *dst, const char *src, size_t n,
+                                    int to_device)
 {
-    int old;
+    cudaStream_t s = (cudaStream_t)dm->stream;
+    cudaError_t  e;
+    if (to_device) {
+        memcpy(dm->pin, src, n);
+        e = cudaMemcpyAsync(dst, dm->pin, n, cudaMemcpyHostToDevice, s);
+    } else {
+        e = cudaMemcpyAsync(dm->pin, src, n, cudaMemcpyDeviceToHost, s);
+    }
+    cudaError_t w = cudaStreamSynchronize(s); /* also after a failure: nothing runs on */
+    e             = e != cudaSuccess ? e : w;
+    if (e == cudaSuccess && !to_device) {
+        memcpy(dst, dm->pin, n);
+    }
+    return e;
+}
+
+coll_result_t coll_cuda_copy_sync(const coll_devmem_t *dm, void *dst, const void *src, size_t n,
+                                  int to_device)
+{
+    int         old;
+    cudaError_t e = cudaSuccess;
     if (dm->device < 0) { /* host memory standing in */
         memcpy(dst, src, n);
         return COLL_OK;
     }
     devmem_enter(dm, &old);
-    cudaError_t e = cudaMemcpyAsync(dst, src, n, cudaMemcpyDefault, (cudaStream_t)dm->stream);
-    if (e == cudaSuccess) {
-        e = cudaStreamSynchronize((cudaStream_t)dm->stream);
+    if (dm->pin != NULL && dm->pin_len > 0) {
+        for (size_t off = 0; off < n && e == cudaSuccess; off += dm->pin_len) {
+            size_t l = n - off < dm->pin_len ? n - off : dm->pin_len;
+            e = devmem_pin_piece(dm, (char *)dst + off, (const char *)src + off, l, to_device);
+        }
+    } else { /* no pinned memory could be had (logged when the device state was set up) */
+        cudaStream_t s = (cudaStream_t)dm->stream;
+        e              = cudaMemcpyAsync(dst, src, n,
+                            to_device ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost, s);
+        cudaError_t w  = cudaStreamSynchronize(s);
+        e              = e != cudaSuccess ? e : w;
     }
     devmem_leave(dm, old);
     if (e != cudaSuccess) {

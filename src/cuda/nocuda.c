@@ -127,8 +127,10 @@ coll_result_t coll_cuda_dev_div(coll_comm_t *comm, coll_dtype_t dt, void *buf, s
     return coll_comm_fail(comm, COLL_ERR_INTERNAL, "device step without CUDA");
 }
 
-coll_result_t coll_cuda_copy_sync(const coll_devmem_t *dm, void *dst, const void *src, size_t n)
+coll_result_t coll_cuda_copy_sync(const coll_devmem_t *dm, void *dst, const void *src, size_t n,
+                                  int to_device)
 {
+    (void)to_device;
     if (dm->device < 0) { /* host memory standing in */
         memcpy(dst, src, n);
         return COLL_OK;

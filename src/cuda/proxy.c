@@ -478,8 +478,10 @@ void coll_proxy_bounce_free(coll_cuda_comm_t *cc)
             cc->bounce_ev[i] = NULL;
         }
     }
-    coll_proxy_pinned_free(cc->bounce, 2 * COLL_PROXY_BOUNCE_HALF, cc->bounce_mapped);
-    cc->bounce = NULL;
+    coll_proxy_pinned_free(cc->bounce, COLL_PROXY_BOUNCE_LEN, cc->bounce_mapped);
+    cc->bounce         = NULL;
+    cc->devmem.pin     = NULL;
+    cc->devmem.pin_len = 0;
 }
 
 coll_result_t coll_cuda_proxy_start(coll_cuda_comm_t *cc, coll_comm_t *comm)
@@ -548,7 +550,7 @@ coll_result_t coll_cuda_proxy_start(coll_cuda_comm_t *cc, coll_comm_t *comm)
                   comm->rank, cc->mparts.cap);
         cc->mparts.cap = 0;
     }
-    if ((cc->bounce = proxy_pinned_alloc(2 * COLL_PROXY_BOUNCE_HALF, &cc->bounce_mapped, node,
+    if ((cc->bounce = proxy_pinned_alloc(COLL_PROXY_BOUNCE_LEN, &cc->bounce_mapped, node,
                                          comm->rank, "bounce halves")) != NULL &&
         (cudaEventCreateWithFlags(&cc->bounce_ev[0], cudaEventDisableTiming) != cudaSuccess ||
          cudaEventCreateWithFlags(&cc->bounce_ev[1], cudaEventDisableTiming) != cudaSuccess)) {
@@ -557,10 +559,13 @@ coll_result_t coll_cuda_proxy_start(coll_cuda_comm_t *cc, coll_comm_t *comm)
     }
     if (cc->bounce == NULL) {
         coll_warn(COLL,
-                  "rank %d: no pinned bounce halves of %zu bytes; heap staging is copied "
-                  "directly, which another thread's copy to or from pageable memory can hold "
-                  "back",
-                  comm->rank, 2 * COLL_PROXY_BOUNCE_HALF);
+                  "rank %d: no pinned bounce halves of %zu bytes; heap staging and GPUDirect "
+                  "RDMA's small messages are copied directly, which another thread's copy to "
+                  "or from pageable memory can hold back",
+                  comm->rank, COLL_PROXY_BOUNCE_LEN);
+    } else { /* the transports' copies (GPUDirect RDMA) go through the part after the halves */
+        cc->devmem.pin     = (char *)cc->bounce + 2 * COLL_PROXY_BOUNCE_HALF;
+        cc->devmem.pin_len = COLL_PROXY_DEVMEM_PIN;
     }
     /* once, whatever fails below: it decides whether this rank joins the windows' exchange */
     cc->p2p_possible = coll_p2p_possible(comm);

@@ -13,6 +13,7 @@
  * kernels_host.c compute on device memory in stream order.
  */
 #include "coll_test.h"
+#include "cuda/devmem.h"
 #include "cuda/kernels.h"
 #include "reduce/reduce.h"
 
@@ -455,6 +456,110 @@ static int test_stream_depth_and_pageable(void)
     return 0;
 }
 
+/* A transport's copy of device memory (coll_cuda_copy_sync: GPUDirect RDMA's small messages,
+ * from and to its pageable buffers) goes through the device state's pinned memory, so that a
+ * caller's pageable copy held behind a waiting stream does not hold it back; without that
+ * memory it is held back, as on a GPU. */
+typedef struct {
+    coll_devmem_t dm;
+    void         *dst;
+    const void   *src;
+    size_t        n;
+    int           to_device;
+    coll_result_t st;
+    atomic_int    done;
+} devcopy_arg_t;
+
+static void *devcopier(void *p)
+{
+    devcopy_arg_t *a = p;
+    a->st            = coll_cuda_copy_sync(&a->dm, a->dst, a->src, a->n, a->to_device);
+    atomic_store(&a->done, 1);
+    return NULL;
+}
+
+/* Runs a's copy on a thread of its own and waits up to limit_ms for it; 1 when it ended. */
+static int devcopy_within(devcopy_arg_t *a, pthread_t *t, int limit_ms)
+{
+    atomic_init(&a->done, 0);
+    if (pthread_create(t, NULL, devcopier, a) != 0) {
+        return 0;
+    }
+    for (int waited = 0; waited < limit_ms && !atomic_load(&a->done); waited += 5) {
+        nap_ms(5);
+    }
+    return atomic_load(&a->done);
+}
+
+static int test_devmem_copy(void)
+{
+    const size_t       n    = 600u << 10; /* three pieces of the pin */
+    const size_t       pinn = 256u << 10;
+    cudaStream_t       s, s2;
+    volatile uint32_t *flag  = NULL;
+    void              *dflag = NULL, *dev = NULL, *pin = NULL;
+    char               page[256];
+    unsigned char     *in = malloc(n), *out = malloc(n);
+    pthread_t          t1, ta, tb, tx;
+    copy_arg_t         c1;
+
+    ASSERT_(in != NULL && out != NULL, "%s", "malloc");
+    for (size_t i = 0; i < n; i++) {
+        in[i]  = (unsigned char)(i * 7 + 3);
+        out[i] = 0;
+    }
+    CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    CUDA_OK(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking));
+    CUDA_OK(cudaHostAlloc((void **)&flag, sizeof *flag, cudaHostAllocMapped));
+    CUDA_OK(cudaHostAlloc(&pin, pinn, cudaHostAllocPortable));
+    CUDA_OK(cudaHostGetDevicePointer(&dflag, (void *)flag, 0));
+    CUDA_OK(cudaMalloc(&dev, n));
+    /* a caller's pageable copy, queued behind a wait: it holds the driver's staging */
+    __atomic_store_n(flag, 0u, __ATOMIC_RELEASE);
+    ASSERT_(cuStreamWaitValue32(s, (CUdeviceptr)dflag, 1, CU_STREAM_WAIT_VALUE_GEQ) == CUDA_SUCCESS,
+            "%s", "cuStreamWaitValue32");
+    c1 = (copy_arg_t){.s = s, .dst = page, .src = dev};
+    ASSERT_(pthread_create(&t1, NULL, pageable_copier, &c1) == 0, "%s", "pthread_create");
+    nap_ms(20);
+    /* through the pin, to the device and back, meanwhile */
+    devcopy_arg_t a         = {.dm        = {.stream = s2, .device = 0, .pin = pin, .pin_len = pinn},
+                               .dst       = dev,
+                               .src       = in,
+                               .n         = n,
+                               .to_device = 1};
+    devcopy_arg_t b         = {.dm = a.dm, .dst = out, .src = dev, .n = n, .to_device = 0};
+    int           a_in_time = devcopy_within(&a, &ta, 10000);
+    int           b_in_time = a_in_time && devcopy_within(&b, &tb, 10000);
+    /* without it: held back until the wait ends */
+    devcopy_arg_t x = {
+        .dm = {.stream = s2, .device = 0}, .dst = dev, .src = in, .n = 256, .to_device = 1};
+    int x_early = devcopy_within(&x, &tx, 50);
+    __atomic_store_n(flag, 1u, __ATOMIC_RELEASE); /* before any check can return */
+    pthread_join(t1, NULL);
+    pthread_join(ta, NULL);
+    if (a_in_time) {
+        pthread_join(tb, NULL);
+    }
+    pthread_join(tx, NULL);
+    ASSERT_(a_in_time && b_in_time,
+            "copies through the pin waited for another thread's pageable copy (%d, %d)", a_in_time,
+            b_in_time);
+    ASSERT_(a.st == COLL_OK && b.st == COLL_OK, "copies through the pin failed: %s",
+            coll_last_error());
+    ASSERT_(memcmp(in, out, n) == 0, "%s", "the copies through the pin changed the data");
+    ASSERT_(!x_early && x.st == COLL_OK,
+            "a copy without the pin (early %d, result %d): the check above shows nothing", x_early,
+            (int)x.st);
+    CUDA_OK(cudaStreamDestroy(s));
+    CUDA_OK(cudaStreamDestroy(s2));
+    CUDA_OK(cudaFree(dev));
+    CUDA_OK(cudaFreeHost(pin));
+    CUDA_OK(cudaFreeHost((void *)flag));
+    free(in);
+    free(out);
+    return 0;
+}
+
 int main(void)
 {
     int rc = 0;
@@ -471,6 +576,7 @@ int main(void)
     rc |= test_copies_and_pointers();
     rc |= test_stream_order();
     rc |= test_stream_depth_and_pageable();
+    rc |= test_devmem_copy();
     rc |= test_fork_after_use();
     printf("%s\n", rc ? "FAIL" : "cudasim: emulation checks passed");
     return rc ? 1 : 0;

@@ -212,7 +212,7 @@ static void push(coll_ib_ep_t *ep)
         } else if (s->kind == COLL_IB_SREQ_DATA) { /* out of device memory, by the copy engine */
             ctx->gdr_copies += s->off == 0 && n > 0;
             if (n > 0 && coll_cuda_copy_sync(s->op->dev, buf + sizeof(h),
-                                             (const char *)s->op->buf + s->off, n) != COLL_OK) {
+                                             (const char *)s->op->buf + s->off, n, 0) != COLL_OK) {
                 coll_ib_ep_fail(ep, coll_last_error()); /* a local failure, but the stream's
                                                           order on this endpoint is lost */
                 return;

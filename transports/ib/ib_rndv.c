@@ -436,7 +436,7 @@ void coll_ib_rndv_read_done(struct coll_tp_ctx *ctx, const struct ibv_wc *wc)
         const char *in = ctx->bounce + (size_t)d.piece * BOUNCE_PIECE;
         char       *to = (char *)op->buf + d.off;
         if (op->dev != NULL) {
-            copied = coll_cuda_copy_sync(op->dev, to, in, d.len);
+            copied = coll_cuda_copy_sync(op->dev, to, in, d.len, 1);
         } else if (op->operand == NULL) {
             memcpy(to, in, d.len);
         } else {
