@@ -478,12 +478,13 @@ static void *devcopier(void *p)
     return NULL;
 }
 
-/* Runs a's copy on a thread of its own and waits up to limit_ms for it; 1 when it ended. */
+/* Runs a's copy on a thread of its own and waits up to limit_ms for it: 1 when it ended, 0 when
+ * not (yet), -1 when no thread could be started (then *t is not to be joined). */
 static int devcopy_within(devcopy_arg_t *a, pthread_t *t, int limit_ms)
 {
     atomic_init(&a->done, 0);
     if (pthread_create(t, NULL, devcopier, a) != 0) {
-        return 0;
+        return -1;
     }
     for (int waited = 0; waited < limit_ms && !atomic_load(&a->done); waited += 5) {
         nap_ms(5);
@@ -520,7 +521,11 @@ static int test_devmem_copy(void)
             "%s", "cuStreamWaitValue32");
     c1 = (copy_arg_t){.s = s, .dst = page, .src = dev};
     ASSERT_(pthread_create(&t1, NULL, pageable_copier, &c1) == 0, "%s", "pthread_create");
-    nap_ms(20);
+    nap_ms(100);
+    /* without the pin: held back until the wait ends (that the hazard is there to be seen) */
+    devcopy_arg_t x = {
+        .dm = {.stream = s2, .device = 0}, .dst = dev, .src = in, .n = 256, .to_device = 1};
+    int x_early = devcopy_within(&x, &tx, 50);
     /* through the pin, to the device and back, meanwhile */
     devcopy_arg_t a         = {.dm        = {.stream = s2, .device = 0, .pin = pin, .pin_len = pinn},
                                .dst       = dev,
@@ -528,28 +533,31 @@ static int test_devmem_copy(void)
                                .n         = n,
                                .to_device = 1};
     devcopy_arg_t b         = {.dm = a.dm, .dst = out, .src = dev, .n = n, .to_device = 0};
-    int           a_in_time = devcopy_within(&a, &ta, 10000);
-    int           b_in_time = a_in_time && devcopy_within(&b, &tb, 10000);
-    /* without it: held back until the wait ends */
-    devcopy_arg_t x = {
-        .dm = {.stream = s2, .device = 0}, .dst = dev, .src = in, .n = 256, .to_device = 1};
-    int x_early = devcopy_within(&x, &tx, 50);
+    int           a_in_time = x_early == 0 ? devcopy_within(&a, &ta, 10000) : -1;
+    int           b_in_time = a_in_time == 1 ? devcopy_within(&b, &tb, 10000) : -1;
+    int           x_held    = x_early == 0 && !atomic_load(&x.done);
     __atomic_store_n(flag, 1u, __ATOMIC_RELEASE); /* before any check can return */
     pthread_join(t1, NULL);
-    pthread_join(ta, NULL);
-    if (a_in_time) {
+    if (x_early >= 0) {
+        pthread_join(tx, NULL);
+    }
+    if (a_in_time >= 0) {
+        pthread_join(ta, NULL);
+    }
+    if (b_in_time >= 0) {
         pthread_join(tb, NULL);
     }
-    pthread_join(tx, NULL);
-    ASSERT_(a_in_time && b_in_time,
+    ASSERT_(x_early == 0 && x_held,
+            "a copy without the pin was not held back by another thread's pageable copy (%d, %d): "
+            "the check below would show nothing",
+            x_early, x_held);
+    ASSERT_(a_in_time == 1 && b_in_time == 1,
             "copies through the pin waited for another thread's pageable copy (%d, %d)", a_in_time,
             b_in_time);
-    ASSERT_(a.st == COLL_OK && b.st == COLL_OK, "copies through the pin failed: %s",
+    ASSERT_(a.st == COLL_OK && b.st == COLL_OK && x.st == COLL_OK, "copies failed: %s",
             coll_last_error());
+    ASSERT_(atomic_load(&c1.done), "%s", "the pageable copy failed");
     ASSERT_(memcmp(in, out, n) == 0, "%s", "the copies through the pin changed the data");
-    ASSERT_(!x_early && x.st == COLL_OK,
-            "a copy without the pin (early %d, result %d): the check above shows nothing", x_early,
-            (int)x.st);
     CUDA_OK(cudaStreamDestroy(s));
     CUDA_OK(cudaStreamDestroy(s2));
     CUDA_OK(cudaFree(dev));

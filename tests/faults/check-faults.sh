@@ -57,18 +57,24 @@ fail() {
 
 # A stopped victim never exits by itself: once every survivor has written its line (or the job
 # has ended), it is killed, so that a trial need not wait out collrun's grace.
+kill_victim() { # dir: the victim that wrote its pid there, if it still runs
+    local pid
+    pid=$(awk '$2 == "pid" { print $3 }' "$1/fault" 2>/dev/null)
+    if [ -n "$pid" ] && grep -q fault_rank "/proc/$pid/cmdline" 2>/dev/null; then
+        kill -KILL "$pid" 2>/dev/null
+    fi
+}
+
 end_stopped_victim() { # dir nranks victim collrun-pid
-    local d=$1 n=$2 victim=$3 job=$4 r have pid
-    while kill -0 "$job" 2>/dev/null; do
+    local d=$1 n=$2 victim=$3 job=$4 r have pass
+    for ((pass = 0; pass < 700; pass++)); do # 70 s at most, beyond collrun's own --timeout
+        kill -0 "$job" 2>/dev/null || return
         have=0
         for ((r = 0; r < n; r++)); do
             [ $r = "$victim" ] || [ ! -s "$d/rank-$r" ] || have=$((have + 1))
         done
         if [ $have = $((n - 1)) ]; then
-            pid=$(awk '$2 == "pid" { print $3 }' "$d/fault" 2>/dev/null)
-            if [ -n "$pid" ] && grep -q fault_rank "/proc/$pid/cmdline" 2>/dev/null; then
-                kill -KILL "$pid" 2>/dev/null
-            fi
+            kill_victim "$d"
             return
         fi
         sleep 0.1
@@ -103,13 +109,17 @@ trial() { # kind index
         # a private /dev/shm of 64 KiB: the segments cannot be created
         unshare -m sh -c 'mount -t tmpfs -o size=64k tmpfs /dev/shm && exec "$@"' sh "${cmd[@]}" \
             >"$d/out" 2>&1
+        rc=$?
     else
         "${cmd[@]}" >"$d/out" 2>&1 &
         local job=$!
+        # a background job ignores SIGINT: an interrupt of the suite ends the job through collrun
+        trap 'kill -TERM "$job" 2>/dev/null; kill_victim "$d"; wait "$job"; exit 130' INT TERM
         [ "$kind" = stop ] && end_stopped_victim "$d" "$n" "$victim" "$job"
         wait "$job"
+        rc=$?
+        trap - INT TERM
     fi
-    rc=$?
     total=$((total + 1))
     if [ $rc = 124 ]; then
         fail "$desc: hang (collrun --timeout)"
