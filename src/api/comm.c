@@ -47,6 +47,18 @@ coll_result_t coll_comm_arg_error(coll_comm_t *comm, coll_result_t st, const cha
     return coll_set_last_error(st, "%s", comm->last_error);
 }
 
+/* comm->last_error is written: publish st, log the line unless the caller did, wake waiters. */
+static coll_result_t comm_fail_set(coll_comm_t *comm, coll_result_t st, int log)
+{
+    __atomic_store_n(&comm->error, st,
+                     __ATOMIC_RELEASE); /* read without the lock by the CUDA proxy */
+    if (log) {
+        coll_error(COLL, "%s", comm->last_error);
+    }
+    coll_engine_wake(comm);
+    return st;
+}
+
 coll_result_t coll_comm_fail(coll_comm_t *comm, coll_result_t st, const char *fmt, ...)
 {
     va_list ap;
@@ -56,11 +68,16 @@ coll_result_t coll_comm_fail(coll_comm_t *comm, coll_result_t st, const char *fm
     va_start(ap, fmt);
     vsnprintf(comm->last_error, sizeof(comm->last_error), fmt, ap);
     va_end(ap);
-    __atomic_store_n(&comm->error, st,
-                     __ATOMIC_RELEASE); /* read without the lock by the CUDA proxy */
-    coll_error(COLL, "%s", comm->last_error);
-    coll_engine_wake(comm);
-    return st;
+    return comm_fail_set(comm, st, 1);
+}
+
+coll_result_t coll_comm_fail_logged(coll_comm_t *comm, coll_result_t st, const char *msg)
+{
+    if (comm->error != COLL_OK) {
+        return comm->error;
+    }
+    snprintf(comm->last_error, sizeof(comm->last_error), "%s", msg);
+    return comm_fail_set(comm, st, 0);
 }
 
 /* This rank's position among the ranks of its host, in rank order. */

@@ -112,6 +112,8 @@ coll_result_t coll_comm_arg_error(coll_comm_t *comm, coll_result_t st, const cha
 /* Mark the communicator failed (first call wins), log once, wake waiters; returns st. */
 coll_result_t coll_comm_fail(coll_comm_t *comm, coll_result_t st, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* The same for an error whose line the caller has logged already: msg is not logged again. */
+coll_result_t coll_comm_fail_logged(coll_comm_t *comm, coll_result_t st, const char *msg);
 
 /* This rank's coll_comm_abort as the communicator's error, unless it has one (lock held). */
 void coll_comm_abort_record(coll_comm_t *comm);

@@ -296,10 +296,10 @@ static void diag_exchange(coll_comm_t *comm, const char *msg, coll_result_t alon
         coll_bootstrap_allgather(comm->bs, &me, sizeof(me), all, coll_time_s() + DIAG_EXCHANGE_S) !=
             COLL_OK) {
         /* some rank is not waiting in this communicator (stopped, busy elsewhere): the line
-         * above is what there is */
+         * above is what there is, logged once */
         coll_free(all);
         coll_free(group);
-        coll_comm_fail(comm, alone, "%s", msg);
+        coll_comm_fail_logged(comm, alone, msg);
         return;
     }
     int ncalls = diag_group(all, comm->nranks, group);
