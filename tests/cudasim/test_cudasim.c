@@ -390,6 +390,20 @@ static void *pageable_copier(void *p)
     return NULL;
 }
 
+/* A caller's pageable copy of 256 bytes from dev to page, on thread *t, queued on s behind a
+ * wait for the word (flag, dflag) to reach 1: it holds the staging of pageable copies until the
+ * word is written. Returns after settle_ms, for the copy to get there. */
+static void pageable_copy_held(cudaStream_t s, volatile uint32_t *flag, void *dflag, void *dev,
+                               char *page, copy_arg_t *c, pthread_t *t, int settle_ms)
+{
+    __atomic_store_n(flag, 0u, __ATOMIC_RELEASE);
+    ASSERT_(cuStreamWaitValue32(s, (CUdeviceptr)dflag, 1, CU_STREAM_WAIT_VALUE_GEQ) == CUDA_SUCCESS,
+            "%s", "cuStreamWaitValue32");
+    *c = (copy_arg_t){.s = s, .dst = page, .src = dev};
+    ASSERT_(pthread_create(t, NULL, pageable_copier, c) == 0, "%s", "pthread_create");
+    nap_ms(settle_ms);
+}
+
 static int test_stream_depth_and_pageable(void)
 {
     cudaStream_t       s, s2;
@@ -425,13 +439,8 @@ static int test_stream_depth_and_pageable(void)
             atomic_load(&da.queued), da.n);
     CUDA_OK(cudaStreamSynchronize(s));
     /* the pageable copies */
-    __atomic_store_n(flag, 0u, __ATOMIC_RELEASE);
-    ASSERT_(cuStreamWaitValue32(s, (CUdeviceptr)dflag, 1, CU_STREAM_WAIT_VALUE_GEQ) == CUDA_SUCCESS,
-            "%s", "cuStreamWaitValue32");
-    c1 = (copy_arg_t){.s = s, .dst = page1, .src = dev};
+    pageable_copy_held(s, flag, dflag, dev, page1, &c1, &t1, 20);
     c2 = (copy_arg_t){.s = s2, .dst = page2, .src = dev};
-    ASSERT_(pthread_create(&t1, NULL, pageable_copier, &c1) == 0, "%s", "pthread_create");
-    nap_ms(20);
     ASSERT_(pthread_create(&t2, NULL, pageable_copier, &c2) == 0, "%s", "pthread_create");
     nap_ms(50);
     int early1 = atomic_load(&c1.done), early2 = atomic_load(&c2.done);
@@ -516,12 +525,7 @@ static int test_devmem_copy(void)
     CUDA_OK(cudaHostGetDevicePointer(&dflag, (void *)flag, 0));
     CUDA_OK(cudaMalloc(&dev, n));
     /* a caller's pageable copy, queued behind a wait: it holds the driver's staging */
-    __atomic_store_n(flag, 0u, __ATOMIC_RELEASE);
-    ASSERT_(cuStreamWaitValue32(s, (CUdeviceptr)dflag, 1, CU_STREAM_WAIT_VALUE_GEQ) == CUDA_SUCCESS,
-            "%s", "cuStreamWaitValue32");
-    c1 = (copy_arg_t){.s = s, .dst = page, .src = dev};
-    ASSERT_(pthread_create(&t1, NULL, pageable_copier, &c1) == 0, "%s", "pthread_create");
-    nap_ms(100);
+    pageable_copy_held(s, flag, dflag, dev, page, &c1, &t1, 100);
     /* without the pin: held back until the wait ends (that the hazard is there to be seen) */
     devcopy_arg_t x = {
         .dm = {.stream = s2, .device = 0}, .dst = dev, .src = in, .n = 256, .to_device = 1};
