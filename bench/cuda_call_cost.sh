@@ -31,7 +31,7 @@ run() { # variant file [collbench flags]
     case $v in p2p*) p2p=1 ;; esac
     case $v in *hostfn*) wait=hostfn ;; esac
     case $v in *nospin*) spin=0 ;; esac
-    COLL_CUDA_P2P=$p2p COLL_CUDA_STREAM_WAIT=$wait COLL_SPIN_TIME=$spin timeout 60 "$collrun" \
+    COLL_CUDA_P2P=$p2p COLL_CUDA_P2P_MIN=0 COLL_CUDA_STREAM_WAIT=$wait COLL_SPIN_TIME=$spin timeout 60 "$collrun" \
         -n "$nranks" "$collbench" -M cuda -C allreduce -c 1 "$@" >"$f" 2>&1
 }
 for r in $(seq 1 "$rounds"); do

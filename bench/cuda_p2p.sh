@@ -1,7 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# Device collectives among ranks sharing one GPU: the p2p path (COLL_CUDA_P2P=1, through the
-# ranks' device windows mapped by CUDA IPC) against staging through pinned host memory (=0),
+# Device collectives among ranks sharing one GPU: the p2p path (COLL_CUDA_P2P=1 with
+# COLL_CUDA_P2P_MIN=0, every size through the ranks' device windows mapped by CUDA IPC) against
+# staging through pinned host memory (COLL_CUDA_P2P=0),
 # interleaved (p2p, staged, p2p, staged ...), beside the device-to-device copy bandwidth
 # (bench/cuda_copy_bw). Raw collbench output goes to OUTDIR, one file per run; the table of
 # medians is printed at the end (bench/cuda_p2p_summary.awk).
@@ -39,7 +40,7 @@ for r in $(seq 1 "$rounds"); do
     for c in $colls; do
         for p in 1 0; do
             f="$out/$c.n$nranks.p2p$p.r$r.txt"
-            COLL_CUDA_P2P=$p "$collrun" -n "$nranks" "$collbench" -M cuda -C "$c" -b 8 -e "$maxb" \
+            COLL_CUDA_P2P=$p COLL_CUDA_P2P_MIN=0 "$collrun" -n "$nranks" "$collbench" -M cuda -C "$c" -b 8 -e "$maxb" \
                 -f 4 -w 2 -n "$iters" -c 1 >"$f" 2>&1
             echo "round $r $c COLL_CUDA_P2P=$p: exit $? ($(grep -c '^ *[0-9]' "$f") sizes)"
         done

@@ -102,6 +102,7 @@ typedef struct coll_cuda_comm {
     int                 nevents, events_cap;
     unsigned            p2p_logged; /* the p2p path (p2p.c): by collective, its first call logged */
     int                 p2p_possible; /* coll_p2p_possible, with the state (equal on every rank) */
+    size_t              p2p_min;      /* COLL_CUDA_P2P_MIN, the largest of the ranks' (ipc.c) */
     struct coll_p2p_op *p2p_parked;   /* calls whose failed exchanges may still be written into:
                                          freed with the communicator, after its endpoints */
     int        stopped;               /* coll_cuda_comm_destroy ran */

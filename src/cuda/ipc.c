@@ -35,6 +35,7 @@ typedef struct {
     uint64_t           token; /* this process (random): ranks of one process use the pointer */
     uint64_t           bytes; /* COLL_CUDA_WINDOW_SIZE here: must be equal everywhere */
     uint64_t           ptr;
+    uint64_t           p2p_min; /* COLL_CUDA_P2P_MIN here: the ranks take the largest */
     cudaIpcMemHandle_t handle;
 } ipc_card_t;
 
@@ -141,17 +142,23 @@ coll_result_t coll_cuda_ipc_setup(coll_comm_t *comm, coll_cuda_comm_t *cc)
     cudaGetDevice(&old);
     cudaSetDevice(cc->device);
     /* every rank takes part in both exchanges whatever fails here: it says so instead */
-    mine.ok     = cc->win_ready && cc->win != NULL && cc->owned_map != NULL;
-    mine.handle = cc->win_handle;
-    mine.pid    = (int32_t)getpid();
-    mine.device = cc->device;
-    mine.token  = ipc_token;
-    mine.bytes  = cc->win_bytes;
-    mine.ptr    = (uint64_t)(uintptr_t)cc->win_own;
+    mine.ok      = cc->win_ready && cc->win != NULL && cc->owned_map != NULL;
+    mine.handle  = cc->win_handle;
+    mine.pid     = (int32_t)getpid();
+    mine.device  = cc->device;
+    mine.token   = ipc_token;
+    mine.bytes   = cc->win_bytes;
+    mine.ptr     = (uint64_t)(uintptr_t)cc->win_own;
+    mine.p2p_min = coll_param_size(COLL_P_CUDA_P2P_MIN);
     coll_debug(COLL, "rank %d: exchanging device windows", me);
     /* the same call on every rank: its first call on device memory (devop.c) */
     st = coll_allgather(&mine, all, sizeof(mine), COLL_UINT8, comm);
     ok = st == COLL_OK && mine.ok;
+
+    cc->p2p_min = mine.p2p_min;
+    for (int r = 0; r < n && st == COLL_OK; r++) { /* the same on every rank */
+        cc->p2p_min = all[r].p2p_min > cc->p2p_min ? all[r].p2p_min : cc->p2p_min;
+    }
     for (int r = 0; r < n && ok; r++) {
         if (!all[r].ok) {
             ok  = 0;
@@ -207,6 +214,10 @@ coll_result_t coll_cuda_ipc_setup(coll_comm_t *comm, coll_cuda_comm_t *cc)
               cc->win_bytes, why[0] != '\0' ? ": " : "", why);
     if (cc->ipc_ok && cc->p2p_possible) {
         coll_p2p_log_links(comm);
+        coll_info(COLL,
+                  "rank %d: p2p: collectives from %zu bytes (COLL_CUDA_P2P_MIN, the "
+                  "largest of the ranks'); smaller ones are staged",
+                  me, cc->p2p_min);
     }
     coll_free(all);
     return st;

@@ -87,10 +87,11 @@ void coll_p2p_log_links(const coll_comm_t *comm)
 
 int coll_p2p_wanted(const coll_comm_t *comm, const coll_devop_t *d)
 {
-    coll_op_t c = d->args.coll;
+    coll_op_t c   = d->args.coll;
+    size_t    big = d->send_bytes > d->recv_bytes ? d->send_bytes : d->recv_bytes;
 
     if (comm->cuda == NULL || !comm->cuda->p2p_possible || c == COLL_OP_SEND || c == COLL_OP_RECV ||
-        c == COLL_OP_BARRIER || d->args.count == 0) {
+        c == COLL_OP_BARRIER || d->args.count == 0 || big < comm->cuda->p2p_min) {
         return 0;
     }
     return (d->send_bytes == 0 || d->send_dev) && (d->recv_bytes == 0 || d->recv_dev) &&

@@ -46,8 +46,9 @@ int coll_p2p_possible(const coll_comm_t *comm);
 void coll_p2p_log_links(const coll_comm_t *comm);
 
 /* May this call take the path (equal on every rank making it: its buffers are device memory,
- * it is a collective, the communicator could: comm->cuda->p2p_possible)? Before the windows
- * are mapped too. */
+ * it is a collective, the communicator could: comm->cuda->p2p_possible, and its larger buffer
+ * holds at least the ranks' agreed COLL_CUDA_P2P_MIN bytes, known once the windows are
+ * mapped)? */
 int coll_p2p_wanted(const coll_comm_t *comm, const coll_devop_t *d);
 
 /* At the call (lock held; the windows mapped, cc->ipc_ok): plan the rounds, start every

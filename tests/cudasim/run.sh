@@ -71,11 +71,11 @@ bench() { # label, environment...
         fi
     done
 }
-step "collbench, p2p" - bench p2p COLL_CUDA_P2P=1
+step "collbench, p2p" - bench p2p COLL_CUDA_P2P=1 COLL_CUDA_P2P_MIN=0
 step "collbench, staged" - bench staged COLL_CUDA_P2P=0
 step "collbench, staged from the heap" - bench "heap staging" COLL_CUDA_P2P=0 \
     COLL_CUDA_STAGING_SIZE=64k
-step "collbench, debug log to files" - bench "debug log" COLL_CUDA_P2P=1 COLL_DEBUG=debug \
+step "collbench, debug log to files" - bench "debug log" COLL_CUDA_P2P=1 COLL_CUDA_P2P_MIN=0 COLL_DEBUG=debug \
     COLL_DEBUG_FILE="$CUDASIM_DIR/log.%h.%p"
 # that run took the p2p path: each rank logged its line for each collective
 n=$(cat "$CUDASIM_DIR"/log.* 2>/dev/null | grep -c 'p2p, CUDA IPC windows')

@@ -537,9 +537,10 @@ int main(int argc, char **argv)
     for (int t = 0; t < ntp; t++) {
         int npaths = user ? 1 : strcmp(tps[t], "shm") == 0 ? 3 : 2;
         for (int p = 0; p < npaths; p++) {
-            if (!user) {
+            if (!user) { /* the p2p path for every size, not only from COLL_CUDA_P2P_MIN */
                 setenv("COLL_CUDA_P2P", paths[p][0], 1);
                 setenv("COLL_CUDA_DIRECT", paths[p][1], 1);
+                setenv("COLL_CUDA_P2P_MIN", "0", 1);
             }
             char how[96];
             snprintf(how, sizeof(how), "COLL_CUDA_P2P=%s COLL_CUDA_DIRECT=%s",

@@ -8,7 +8,13 @@
  *   (a) every other collective but send/recv takes it: each logs its line once per
  *       communicator (read from the library's info log); with COLL_CUDA_P2P=0 none does;
  *   (b) fresh buffers at every call, freed as soon as the call returned: exact;
- *   (c) stream-ordered all-reduces on fresh buffers, no host synchronisation between them.
+ *   (c) stream-ordered all-reduces on fresh buffers, no host synchronisation between them;
+ * all of these with COLL_CUDA_P2P_MIN=0. Then, with COLL_CUDA_P2P and COLL_CUDA_P2P_MIN left
+ * to the library on all but rank 0 (the path on by default):
+ *   (e) rank 0 sets COLL_CUDA_P2P_MIN=64k, the others 16k; every rank logs the agreed 65536,
+ *       a call of 32 KiB is staged on every rank (a rank that took the path alone would fail
+ *       or hang the call), calls of 64 KiB and more take the path;
+ *   (f) staged and p2p all-reduces alternate on one stream, no host synchronisation: exact.
  * The correctness matrix of every collective on this path is test_device_colls's; the plan's
  * rounds and phases are checked on host memory by tests/unit/test_p2p_plan. Exits 77 without
  * a CUDA device.
@@ -194,6 +200,88 @@ static int p2p_rank_main(int rank, int n, coll_comm_t *comm, void *arg)
     return 0;
 }
 
+/* (e) and (f): the agreed COLL_CUDA_P2P_MIN, calls on both sides of it */
+static void p2p_min_env(int rank, int n)
+{
+    (void)n;
+    setenv("COLL_CUDA_P2P_MIN", rank == 0 ? "64k" : "16k", 1);
+}
+
+/* One all-gather (gather) or all-reduce on count floats of cudaMalloc memory (the input zero); the
+ * p2p lines that the ranks logged for it. */
+static int p2p_one_call(coll_comm_t *comm, int gather, size_t count, int n)
+{
+    size_t all    = count * (size_t)n * sizeof(float);
+    int    before = p2p_log_count();
+    char  *ds, *dr;
+    CUDA_OK(cudaMalloc((void **)&ds, all));
+    CUDA_OK(cudaMalloc((void **)&dr, all));
+    CUDA_OK(cudaMemset(ds, 0, all));
+    if (gather) {
+        ASSERT_OK(coll_allgather(ds, dr, count, COLL_FLOAT32, comm));
+    } else {
+        ASSERT_OK(coll_allreduce(ds, dr, count, COLL_FLOAT32, COLL_SUM, comm));
+    }
+    CUDA_OK(cudaFree(ds));
+    CUDA_OK(cudaFree(dr));
+    return p2p_lines_since(comm, before);
+}
+
+static int p2p_min_main(int rank, int n, coll_comm_t *comm, void *arg)
+{
+    size_t       wrong = 0;
+    cudaStream_t stream;
+    (void)arg;
+
+    CUDA_OK(cudaSetDevice(0));
+    CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    /* (e) 32 KiB: below rank 0's 64k, above the others' 16k. An all-reduce logs its p2p line
+     * at its first call on the path: none at 32 KiB, every rank's at 64 KiB. */
+    ASSERT_EQ(p2p_one_call(comm, 0, 8192, n), 0);
+    ASSERT_EQ(coll_test_log_count("p2p: collectives from 65536 bytes"), 1);
+    ASSERT_EQ(p2p_one_call(comm, 0, 16384, n), n);
+    /* an all-gather's size is what it receives: 16 KiB from each of 2-3 ranks, then 64 KiB */
+    ASSERT_EQ(p2p_one_call(comm, 1, 4096, n), 0);
+    ASSERT_EQ(p2p_one_call(comm, 1, 16384, n), n);
+    wrong += p2p_allreduce_once(comm, rank, n, 8192, 7, 0, 0, stream, "(e) staged");
+    wrong += p2p_allreduce_once(comm, rank, n, 70001, 8, 0, 1, stream, "(e) p2p");
+
+    /* (f) staged (4 KiB) and p2p (1 MiB, many window rounds) calls alternating on one stream */
+    enum { CALLS = 8 };
+    float *bufs[CALLS], *h[CALLS];
+    size_t cnt[CALLS];
+    for (int c = 0; c < CALLS; c++) {
+        cnt[c] = c % 2 ? (size_t)262144 + (size_t)c : (size_t)1024 + (size_t)c;
+        h[c]   = malloc(cnt[c] * sizeof(float));
+        p2p_fill(h[c], cnt[c], rank, 200 + c);
+        CUDA_OK(cudaMalloc((void **)&bufs[c], cnt[c] * sizeof(float)));
+    }
+    for (int c = 0; c < CALLS; c++) {
+        CUDA_OK(
+            cudaMemcpyAsync(bufs[c], h[c], cnt[c] * sizeof(float), cudaMemcpyHostToDevice, stream));
+        ASSERT_OK(
+            coll_allreduce_stream(bufs[c], bufs[c], cnt[c], COLL_FLOAT32, COLL_SUM, comm, stream));
+        CUDA_OK(
+            cudaMemcpyAsync(h[c], bufs[c], cnt[c] * sizeof(float), cudaMemcpyDeviceToHost, stream));
+    }
+    CUDA_OK(cudaStreamSynchronize(stream));
+    ASSERT_OK(coll_comm_get_error(comm));
+    for (int c = 0; c < CALLS; c++) {
+        wrong += p2p_check(h[c], cnt[c], n, 200 + c, rank, "(f) staged and p2p alternating");
+        CUDA_OK(cudaFree(bufs[c]));
+        free(h[c]);
+    }
+    CUDA_OK(cudaStreamDestroy(stream));
+    if (wrong != 0) {
+        fprintf(stderr, "rank %d: %zu wrong\n", rank, wrong);
+        return 1;
+    }
+    if (rank == 0) {
+        printf("  %d ranks, the path by default, COLL_CUDA_P2P_MIN 64k/16k: (e)-(f) ok\n", n);
+    }
+    return 0;
+}
+
 int main(void)
 {
     int  failed = 0, total = 0;
@@ -207,6 +295,7 @@ int main(void)
     setenv("COLL_DEBUG_FILE", logpat, 1);
     setenv("COLL_CUDA_WINDOW_SIZE", "64k", 1);
     unsetenv("COLL_CUDA_DIRECT");
+    setenv("COLL_CUDA_P2P_MIN", "0", 1);
     static const int counts[] = {2, 3, 4};
     for (int on = 1; on >= 0; on--) {
         setenv("COLL_CUDA_P2P", on ? "1" : "0", 1);
@@ -222,6 +311,21 @@ int main(void)
             printf("%s: %d ranks, COLL_CUDA_P2P=%d\n", rc ? "FAIL" : "PASS", counts[i], on);
             fflush(stdout);
         }
+    }
+    unsetenv("COLL_CUDA_P2P");
+    unsetenv("COLL_CUDA_P2P_MIN");
+    for (int n = 2; n <= 3; n++) {
+        coll_test_opts_t o  = {.nranks      = n,
+                               .want_comm   = 1,
+                               .timeout_s   = 120,
+                               .transport   = "shm",
+                               .before_comm = p2p_min_env};
+        int              rc = coll_test_run_ranks(&o, p2p_min_main, NULL);
+        total++;
+        failed += rc != 0;
+        printf("%s: %d ranks, the path by default, COLL_CUDA_P2P_MIN differing\n",
+               rc ? "FAIL" : "PASS", n);
+        fflush(stdout);
     }
     /* the logs of this run's ranks */
     char cmd[PATH_MAX + 64];

@@ -153,6 +153,9 @@ static int test_child(const coll_test_opts_t *opts, int rank, coll_test_rank_fn_
     if (opts->transport != NULL) {
         setenv("COLL_TRANSPORT", opts->transport, 1);
     }
+    if (opts->before_comm != NULL) {
+        opts->before_comm(rank, opts->nranks);
+    }
     if (opts->want_comm) {
         coll_result_t st = coll_test_comm_create(opts->rendezvous_dir, rank, opts->nranks, &comm);
         if (st != COLL_OK) {

@@ -60,6 +60,7 @@ typedef struct {
     const char *rendezvous_dir; /* filled by the harness: private directory of this run */
     int         victim;         /* 1 + rank expected to die by SIGKILL (not a failure); 0 none */
     void (*before_share)(const coll_unique_id_t *id); /* rank 0, before the id is shared */
+    void (*before_comm)(int rank, int nranks);        /* each child, first: its own environment */
 } coll_test_opts_t;
 
 /* Fork nranks children, run fn in each, collect exit statuses; 0 if all returned 0.
