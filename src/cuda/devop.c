@@ -413,9 +413,12 @@ coll_result_t coll_cuda_start(coll_comm_t *comm, const coll_args_t *a, const voi
               coll_p2p_plan_fits(a, comm->nranks, cc->win_bytes);
     /* The direct path: an all-reduce whose buffers are all device memory on every rank (the
      * rule: one call passes the same kind of memory everywhere), ranks sharing a host, over the
-     * windows mapped above. */
-    if (!p2p && a->coll == COLL_OP_ALLREDUCE && d->send_dev && d->recv_dev &&
-        comm->layout.shared_window && coll_param_bool(COLL_P_CUDA_DIRECT)) {
+     * windows mapped above, where the p2p path does not use them: the two paths keep the
+     * windows by different rules (the direct path lets a half go once every rank acknowledged
+     * it, at its next use; the p2p path ends each call with an exchange), so a p2p call after
+     * a direct one could overwrite a window that a rank still reads. */
+    if (!p2p && !(cc->p2p_possible && cc->ipc_ok) && a->coll == COLL_OP_ALLREDUCE && d->send_dev &&
+        d->recv_dev && comm->layout.shared_window && coll_param_bool(COLL_P_CUDA_DIRECT)) {
         d->args.device = 1;
         d->args.layout = &cc->dev_layout;
         d->args.model  = &comm->model;
@@ -424,6 +427,13 @@ coll_result_t coll_cuda_start(coll_comm_t *comm, const coll_args_t *a, const voi
         if (d->direct) { /* a chunk costs a copy-engine and kernel round: fewer, larger ones */
             size_t dc           = coll_param_size(COLL_P_CUDA_CHUNK_SIZE);
             d->args.chunk_bytes = dc > d->args.chunk_bytes ? dc : d->args.chunk_bytes;
+        }
+        if (d->direct && !cc->direct_logged) {
+            cc->direct_logged = 1;
+            coll_info(COLL,
+                      "rank %d: allreduce of %zu bytes on device memory: direct path, device "
+                      "windows",
+                      comm->rank, d->send_bytes);
         }
         d->args.layout = NULL;
         d->args.model  = NULL;

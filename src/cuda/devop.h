@@ -101,12 +101,13 @@ typedef struct coll_cuda_comm {
     cudaEvent_t        *events;
     int                 nevents, events_cap;
     unsigned            p2p_logged; /* the p2p path (p2p.c): by collective, its first call logged */
-    int                 p2p_possible; /* coll_p2p_possible, with the state (equal on every rank) */
-    size_t              p2p_min;      /* COLL_CUDA_P2P_MIN, the largest of the ranks' (ipc.c) */
-    struct coll_p2p_op *p2p_parked;   /* calls whose failed exchanges may still be written into:
-                                         freed with the communicator, after its endpoints */
-    int        stopped;               /* coll_cuda_comm_destroy ran */
-    void     **parked_heaps;          /* failed staged calls' heap staging, likewise */
+    int                 direct_logged; /* the direct path's first all-reduce logged */
+    int                 p2p_possible;  /* coll_p2p_possible, with the state (equal on every rank) */
+    size_t              p2p_min;       /* COLL_CUDA_P2P_MIN, the largest of the ranks' (ipc.c) */
+    struct coll_p2p_op *p2p_parked;    /* calls whose failed exchanges may still be written into:
+                                          freed with the communicator, after its endpoints */
+    int        stopped;                /* coll_cuda_comm_destroy ran */
+    void     **parked_heaps;           /* failed staged calls' heap staging, likewise */
     int        nparked_heaps;
     atomic_int host_waiters; /* host functions on callers' streams not yet returned */
     /* sends and receives in flight on the proxy (proxy_msg.c; the proxy thread's own) */

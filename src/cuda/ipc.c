@@ -218,6 +218,12 @@ coll_result_t coll_cuda_ipc_setup(coll_comm_t *comm, coll_cuda_comm_t *cc)
                   "rank %d: p2p: collectives from %zu bytes (COLL_CUDA_P2P_MIN, the "
                   "largest of the ranks'); smaller ones are staged",
                   me, cc->p2p_min);
+        if (coll_param_bool(COLL_P_CUDA_DIRECT)) { /* devop.c says why */
+            coll_info(COLL,
+                      "rank %d: COLL_CUDA_DIRECT=1 unused: the p2p path holds the device "
+                      "windows",
+                      me);
+        }
     }
     coll_free(all);
     return st;

@@ -531,21 +531,25 @@ int main(int argc, char **argv)
     int              ntp = coll_test_transports(tps, 8);
     /* The paths of device calls: p2p (device windows mapped by CUDA IPC, COLL_CUDA_P2P=1),
      * staged through pinned host memory, and the direct all-reduce (COLL_CUDA_DIRECT=1, where
-     * shm gives windows); each over every transport it works on, unless the caller chose one. */
+     * shm gives windows); each over every transport it works on, unless the caller chose one;
+     * COLL_CUDA_P2P_MIN=0 unless the caller set it. */
     static const char *const paths[][2] = {{"1", "0"}, {"0", "0"}, {"0", "1"}};
-    int user = getenv("COLL_CUDA_P2P") != NULL || getenv("COLL_CUDA_DIRECT") != NULL;
+    int         user     = getenv("COLL_CUDA_P2P") != NULL || getenv("COLL_CUDA_DIRECT") != NULL;
+    const char *user_min = getenv("COLL_CUDA_P2P_MIN");
     for (int t = 0; t < ntp; t++) {
         int npaths = user ? 1 : strcmp(tps[t], "shm") == 0 ? 3 : 2;
         for (int p = 0; p < npaths; p++) {
-            if (!user) { /* the p2p path for every size, not only from COLL_CUDA_P2P_MIN */
+            if (!user) {
                 setenv("COLL_CUDA_P2P", paths[p][0], 1);
                 setenv("COLL_CUDA_DIRECT", paths[p][1], 1);
-                setenv("COLL_CUDA_P2P_MIN", "0", 1);
             }
-            char how[96];
-            snprintf(how, sizeof(how), "COLL_CUDA_P2P=%s COLL_CUDA_DIRECT=%s",
+            /* the p2p path for every size, not only from COLL_CUDA_P2P_MIN's 4 MiB */
+            setenv("COLL_CUDA_P2P_MIN", "0", user_min == NULL);
+            char how[128];
+            snprintf(how, sizeof(how), "COLL_CUDA_P2P=%s COLL_CUDA_DIRECT=%s%s%s",
                      getenv("COLL_CUDA_P2P") ? getenv("COLL_CUDA_P2P") : "(default)",
-                     getenv("COLL_CUDA_DIRECT") ? getenv("COLL_CUDA_DIRECT") : "(default)");
+                     getenv("COLL_CUDA_DIRECT") ? getenv("COLL_CUDA_DIRECT") : "(default)",
+                     user_min != NULL ? " COLL_CUDA_P2P_MIN=" : "", user_min ? user_min : "");
             for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++) {
                 if (only_n > 0 && counts[i] != only_n) {
                     continue;

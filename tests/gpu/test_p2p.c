@@ -9,12 +9,15 @@
  *       communicator (read from the library's info log); with COLL_CUDA_P2P=0 none does;
  *   (b) fresh buffers at every call, freed as soon as the call returned: exact;
  *   (c) stream-ordered all-reduces on fresh buffers, no host synchronisation between them;
- * all of these with COLL_CUDA_P2P_MIN=0. Then, with COLL_CUDA_P2P and COLL_CUDA_P2P_MIN left
- * to the library on all but rank 0 (the path on by default):
- *   (e) rank 0 sets COLL_CUDA_P2P_MIN=64k, the others 16k; every rank logs the agreed 65536,
- *       a call of 32 KiB is staged on every rank (a rank that took the path alone would fail
- *       or hang the call), calls of 64 KiB and more take the path;
- *   (f) staged and p2p all-reduces alternate on one stream, no host synchronisation: exact.
+ * all of these with COLL_CUDA_P2P_MIN=0. Then with COLL_CUDA_P2P left to the library (the
+ * path on by default) and COLL_CUDA_DIRECT=1:
+ *   (e) the last rank sets COLL_CUDA_P2P_MIN=64k, the others 16k; every rank logs the agreed
+ *       65536 (the largest, not the first rank's), and that the direct path stays unused (it
+ *       keeps the windows by other rules); a call of 32 KiB is staged on every rank (a rank
+ *       that took the path alone would fail or hang the call), calls of 64 KiB take the path;
+ *       an all-gather is measured by what it receives;
+ *   (f) staged and p2p all-reduces alternate on one stream, no host synchronisation: exact,
+ *       and no call took the direct path.
  * The correctness matrix of every collective on this path is test_device_colls's; the plan's
  * rounds and phases are checked on host memory by tests/unit/test_p2p_plan. Exits 77 without
  * a CUDA device.
@@ -203,8 +206,7 @@ static int p2p_rank_main(int rank, int n, coll_comm_t *comm, void *arg)
 /* (e) and (f): the agreed COLL_CUDA_P2P_MIN, calls on both sides of it */
 static void p2p_min_env(int rank, int n)
 {
-    (void)n;
-    setenv("COLL_CUDA_P2P_MIN", rank == 0 ? "64k" : "16k", 1);
+    setenv("COLL_CUDA_P2P_MIN", rank == n - 1 ? "64k" : "16k", 1);
 }
 
 /* One all-gather (gather) or all-reduce on count floats of cudaMalloc memory (the input zero); the
@@ -235,14 +237,16 @@ static int p2p_min_main(int rank, int n, coll_comm_t *comm, void *arg)
 
     CUDA_OK(cudaSetDevice(0));
     CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-    /* (e) 32 KiB: below rank 0's 64k, above the others' 16k. An all-reduce logs its p2p line
-     * at its first call on the path: none at 32 KiB, every rank's at 64 KiB. */
+    /* (e) 32 KiB: below the last rank's 64k, above the others' 16k. A collective logs its p2p
+     * line at its first call on the path: none at 32 KiB, every rank's at 64 KiB. */
     ASSERT_EQ(p2p_one_call(comm, 0, 8192, n), 0);
     ASSERT_EQ(coll_test_log_count("p2p: collectives from 65536 bytes"), 1);
+    ASSERT_EQ(coll_test_log_count("COLL_CUDA_DIRECT=1 unused"), 1);
     ASSERT_EQ(p2p_one_call(comm, 0, 16384, n), n);
-    /* an all-gather's size is what it receives: 16 KiB from each of 2-3 ranks, then 64 KiB */
+    /* an all-gather's size is what it receives (its larger buffer): 16 KiB from each of 2-3
+     * ranks is staged; then each sends less than 64 KiB and receives at least that */
     ASSERT_EQ(p2p_one_call(comm, 1, 4096, n), 0);
-    ASSERT_EQ(p2p_one_call(comm, 1, 16384, n), n);
+    ASSERT_EQ(p2p_one_call(comm, 1, (16384 + (size_t)n - 1) / (size_t)n, n), n);
     wrong += p2p_allreduce_once(comm, rank, n, 8192, 7, 0, 0, stream, "(e) staged");
     wrong += p2p_allreduce_once(comm, rank, n, 70001, 8, 0, 1, stream, "(e) p2p");
 
@@ -266,6 +270,8 @@ static int p2p_min_main(int rank, int n, coll_comm_t *comm, void *arg)
     }
     CUDA_OK(cudaStreamSynchronize(stream));
     ASSERT_OK(coll_comm_get_error(comm));
+    /* the small ones staged, none on the direct path */
+    ASSERT_EQ(coll_test_log_count("on device memory: direct path"), 0);
     for (int c = 0; c < CALLS; c++) {
         wrong += p2p_check(h[c], cnt[c], n, 200 + c, rank, "(f) staged and p2p alternating");
         CUDA_OK(cudaFree(bufs[c]));
@@ -277,7 +283,7 @@ static int p2p_min_main(int rank, int n, coll_comm_t *comm, void *arg)
         return 1;
     }
     if (rank == 0) {
-        printf("  %d ranks, the path by default, COLL_CUDA_P2P_MIN 64k/16k: (e)-(f) ok\n", n);
+        printf("  %d ranks, the path by default, COLL_CUDA_P2P_MIN 16k/64k: (e)-(f) ok\n", n);
     }
     return 0;
 }
@@ -314,6 +320,7 @@ int main(void)
     }
     unsetenv("COLL_CUDA_P2P");
     unsetenv("COLL_CUDA_P2P_MIN");
+    setenv("COLL_CUDA_DIRECT", "1", 1);
     for (int n = 2; n <= 3; n++) {
         coll_test_opts_t o  = {.nranks      = n,
                                .want_comm   = 1,
