@@ -9,17 +9,19 @@
  *       communicator (read from the library's info log); with COLL_CUDA_P2P=0 none does;
  *   (b) fresh buffers at every call, freed as soon as the call returned: exact;
  *   (c) stream-ordered all-reduces on fresh buffers, no host synchronisation between them;
- * all of these with COLL_CUDA_P2P_MIN=0; with COLL_CUDA_P2P=0, COLL_CUDA_DIRECT=1, and the
- * direct path logs its first all-reduce (the check that (f) below can fail). Then with
- * COLL_CUDA_P2P left to the library (the path on by default) and COLL_CUDA_DIRECT=1: (e) the last
- * rank sets COLL_CUDA_P2P_MIN=64k, the others 16k; every rank logs the agreed 65536 (the largest,
- * not the first rank's), and that the direct path stays unused (it keeps the windows by other
- * rules); a call of 32 KiB is staged on every rank (a rank that took the path alone would fail or
- * hang the call), calls of 64 KiB take the path; an all-gather is measured by what it receives; (f)
- * staged and p2p all-reduces alternate on one stream, no host synchronisation: exact, and no call
- * took the direct path. The correctness matrix of every collective on this path is
- * test_device_colls's; the plan's rounds and phases are checked on host memory by
- * tests/unit/test_p2p_plan. Exits 77 without a CUDA device.
+ * all of these with COLL_CUDA_P2P_MIN=0. With COLL_CUDA_P2P=0 and COLL_CUDA_DIRECT=1, (b)
+ * takes the direct path, which logs its first all-reduce (so the check in (f) can fail).
+ * Then, with COLL_CUDA_P2P left to the library (on by default) and COLL_CUDA_DIRECT=1:
+ *   (e) the last rank sets COLL_CUDA_P2P_MIN=64k, the others 16k; every rank logs the agreed
+ *       65536 (the largest, not the first rank's) and that the direct path stays unused (it
+ *       keeps the windows by other rules); a call of 32 KiB is staged on every rank (a rank
+ *       that took the path alone would fail or hang the call), calls of 64 KiB take the path;
+ *       an all-gather is measured by what it receives;
+ *   (f) staged and p2p all-reduces alternate on one stream, no host synchronisation: exact,
+ *       and no call took the direct path.
+ * The correctness matrix of every collective on this path is test_device_colls's; the plan's
+ * rounds and phases are checked on host memory by tests/unit/test_p2p_plan. Exits 77 without
+ * a CUDA device.
  */
 #include "coll_test.h"
 #include "gpu_probe.h"
