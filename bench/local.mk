@@ -50,7 +50,7 @@ train_bench_LDADD = libcoll.la
 noinst_PROGRAMS += bench/compress_bench
 bench_compress_bench_SOURCES = bench/compress_bench.c bench/bench_time.h
 bench_compress_bench_LDADD = libcoll.la
-EXTRA_DIST += bench/compress_bench.sh bench/ib_vm.sh bench/shm_cma_compare.sh bench/small_compare.sh \
+EXTRA_DIST += bench/compress_bench.sh bench/ib_vm.sh bench/shm_cma_compare.sh bench/env_ab.sh bench/small_compare.sh \
     bench/cuda_p2p.sh bench/cuda_p2p_summary.awk bench/cuda_call_cost.sh bench/median.awk
 # Memory bandwidth (read, write, copy, add; 1..T threads): the ceiling collectives are held to.
 noinst_PROGRAMS += bench/membw

@@ -13,7 +13,7 @@ COLL_LIB_SOURCES += \
     src/api/comm.h src/api/comm.c src/api/colls.c src/api/check.c src/api/check.h \
     src/api/request.c src/api/init.c src/api/shrink.c src/api/info.c src/api/tune.h src/api/tune.c \
     src/api/tune_topo.c src/api/mem.h src/api/mem.c src/api/register.h src/api/register.c \
-    src/engine/direct.h src/engine/direct.c src/engine/direct_cma.c
+    src/engine/direct.h src/engine/direct.c src/engine/direct_cma.c src/engine/direct_thp.c
 
 # Topology: the host model, links between devices, and its two sources (hwloc when configure
 # found it, else sysfs).

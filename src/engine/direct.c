@@ -378,6 +378,14 @@ static void direct_describe(coll_comm_t *comm, const coll_args_t *a, const void 
         coll_reg_find(comm, sendbuf, in, &mine->in_reg, &mine->in_off);
         coll_reg_find(comm, recvbuf, out, &mine->out_reg, &mine->out_off);
     }
+    if (mine->cma >= 0) { /* before the peers move its pages (direct_thp.c) */
+        if (mine->in_reg < 0) {
+            coll_direct_thp_advise(sendbuf, in);
+        }
+        if (mine->out_reg < 0 && recvbuf != sendbuf) {
+            coll_direct_thp_advise(recvbuf, out);
+        }
+    }
 }
 
 coll_result_t coll_direct_run(coll_comm_t *comm, const coll_args_t *a, const void *sendbuf,

@@ -10,7 +10,11 @@
  *       engine, results stay exact, the probe runs once;
  *   (c) COLL_DIRECT_CMA=0: the engine, exact;
  *   (d) a rank killed while the others loop over large all-reduces: they return an error
- *       naming a rank (or the timeout) within the deadline, never hang.
+ *       naming a rank (or the timeout) within the deadline, never hang;
+ *   (e) huge pages (COLL_DIRECT_THP): after an all-reduce on 16 MiB buffers of small pages the
+ *       2 MiB-aligned inside of both is on huge pages (/proc/self/smaps), where this kernel can
+ *       collapse a test mapping of its own, else the refusal is logged; (f) with
+ *       COLL_DIRECT_THP=0 the buffers keep their pages.
  */
 #include "coll_test.h"
 
@@ -22,6 +26,7 @@
 #include <signal.h>
 #include <stddef.h>
 #include <strings.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -319,6 +324,115 @@ static int cma_kill_main(int rank, int n, coll_comm_t *comm, void *arg)
     return 0;
 }
 
+/* (e), (f) */
+#ifndef MADV_COLLAPSE
+#define MADV_COLLAPSE 25
+#endif
+#define THP_2M ((uintptr_t)2 << 20)
+
+/* The 2 MiB-aligned inside of [buf, buf + bytes). */
+static void thp_inside(const void *buf, size_t bytes, uintptr_t *lo, uintptr_t *hi)
+{
+    *lo = ((uintptr_t)buf + THP_2M - 1) & ~(THP_2M - 1);
+    *hi = ((uintptr_t)buf + bytes) & ~(THP_2M - 1);
+}
+
+/* Bytes of AnonHugePages in the mappings that overlap [lo, hi). */
+static size_t thp_huge_bytes(uintptr_t lo, uintptr_t hi)
+{
+    FILE  *f = fopen("/proc/self/smaps", "r");
+    char   line[512];
+    int    in  = 0;
+    size_t sum = 0;
+
+    ASSERT_TRUE(f != NULL);
+    while (fgets(line, sizeof(line), f) != NULL) {
+        unsigned long a, b, kb;
+        if (sscanf(line, "%lx-%lx ", &a, &b) == 2 && strchr(line, '-') < strchr(line, ' ')) {
+            in = a < hi && lo < b;
+        } else if (in && sscanf(line, "AnonHugePages: %lu kB", &kb) == 1) {
+            sum += (size_t)kb << 10;
+        }
+    }
+    fclose(f);
+    return sum;
+}
+
+/* THP's mode here: "always", "madvise" or "never". */
+static const char *thp_mode(void)
+{
+    static char mode[16]  = "never";
+    char        line[128] = "";
+    FILE       *f         = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+    if (f != NULL) {
+        char *a = fgets(line, sizeof(line), f) != NULL ? strchr(line, '[') : NULL;
+        char *b = a != NULL ? strchr(a, ']') : NULL;
+        if (b != NULL && (size_t)(b - a - 1) < sizeof(mode)) {
+            memcpy(mode, a + 1, (size_t)(b - a - 1));
+            mode[b - a - 1] = '\0';
+        }
+        fclose(f);
+    }
+    return mode;
+}
+
+/* Can this process collapse a 2 MiB range of small pages of its own now? */
+static int thp_collapse_works(void)
+{
+    size_t    len = 2 * THP_2M;
+    char     *m   = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    uintptr_t lo, hi;
+    int       ok;
+
+    ASSERT_TRUE(m != MAP_FAILED);
+    thp_inside(m, len, &lo, &hi);
+    ok = madvise((void *)lo, THP_2M, MADV_NOHUGEPAGE) == 0;
+    memset(m, 1, len); /* small pages */
+    ok = ok && madvise((void *)lo, THP_2M, MADV_HUGEPAGE) == 0 &&
+         madvise((void *)lo, THP_2M, MADV_COLLAPSE) == 0 && thp_huge_bytes(lo, hi) >= THP_2M;
+    munmap(m, len);
+    return ok;
+}
+
+static int cma_thp_main(int rank, int n, coll_comm_t *comm, void *arg)
+{
+    int       advise = *(const int *)arg;
+    size_t    count = (4u << 20) + 1021, bytes = count * sizeof(float);
+    float    *s = malloc(bytes), *r = malloc(bytes);
+    uintptr_t slo, shi, rlo, rhi;
+    int       collapse = strcmp(thp_mode(), "never") != 0 && thp_collapse_works();
+
+    ASSERT_TRUE(s != NULL && r != NULL);
+    for (size_t i = 0; i < count; i++) { /* every page faulted in, small where THP is "madvise" */
+        s[i] = (float)(i % 1013) + (float)rank;
+        r[i] = -1.0f;
+    }
+    thp_inside(s, bytes, &slo, &shi);
+    thp_inside(r, bytes, &rlo, &rhi);
+    size_t before = thp_huge_bytes(slo, shi) + thp_huge_bytes(rlo, rhi);
+    ASSERT_OK(coll_allreduce(s, r, count, COLL_FLOAT32, COLL_SUM, comm));
+    size_t after = thp_huge_bytes(slo, shi) + thp_huge_bytes(rlo, rhi);
+    for (size_t i = 0; i < count; i++) {
+        float want = (float)n * (float)(i % 1013) + (float)(n * (n - 1) / 2);
+        ASSERT_TRUE(r[i] == want);
+    }
+    printf("rank %d: THP %s, collapse %s here, COLL_DIRECT_THP=%d: huge pages %zu -> %zu KiB of "
+           "%zu KiB inside\n",
+           rank, thp_mode(), collapse ? "works" : "refused", advise, before >> 10, after >> 10,
+           (size_t)(shi - slo + rhi - rlo) >> 10);
+    ASSERT_TRUE(cma_marks(comm, CMA_MARK) == n);
+    if (advise && collapse) {
+        ASSERT_TRUE(after >= (shi - slo) + (rhi - rlo));
+    } else if (advise && strcmp(thp_mode(), "never") != 0) { /* the kernel's refusal, logged */
+        ASSERT_TRUE(coll_test_log_count("madvise(MADV_COLLAPSE)") >= 1);
+    } else if (strcmp(thp_mode(), "always") != 0) { /* else khugepaged may collapse them anyway */
+        ASSERT_EQ(after, before);
+    }
+    free(s);
+    free(r);
+    return 0;
+}
+
 /* ---- driver ---- */
 
 static int cma_run(const char *what, int n, int victim, coll_test_rank_fn_t fn, void *arg)
@@ -365,6 +479,12 @@ int main(void)
     failed += cma_run("(d) rank killed in a loop of direct all-reduces", n_kill, victim + 1,
                       cma_kill_main, &victim);
     unsetenv("COLL_TIMEOUT");
+    total++;
+    failed += cma_run("(e) huge pages for the buffers", 2, 0, cma_thp_main, &yes);
+    total++;
+    setenv("COLL_DIRECT_THP", "0", 1);
+    failed += cma_run("(f) COLL_DIRECT_THP=0", 2, 0, cma_thp_main, &no);
+    unsetenv("COLL_DIRECT_THP");
     total++;
     printf("%d passed, %d failed\n", total - failed, failed);
     return failed != 0;
