@@ -58,7 +58,7 @@ static coll_result_t colls_start_ex(coll_comm_t *comm, const char *fn, coll_args
         return coll_set_last_error(comm->error, "%s", comm->last_error);
     }
     if (blocking && coll_small_eligible(comm, a)) { /* done here: no request (src/engine/small.c) */
-        st = coll_small_allreduce(comm, a, sendbuf, recvbuf);
+        st = coll_small_run(comm, a, sendbuf, recvbuf);
         if (st != COLL_OK) {
             coll_engine_fail_all(comm, st); /* in-flight calls end with it */
             st = coll_set_last_error(st, "%s", comm->last_error);

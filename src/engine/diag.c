@@ -31,7 +31,7 @@ typedef struct {
     int32_t  op;
     int32_t  root;
     int32_t  waiting; /* peer it waits on, -1 unknown */
-    int32_t  small;   /* 1: a blocking all-reduce on the small-call slots (small.c) */
+    int32_t  small;   /* 1: a blocking call on the small-call slots (small.c) */
     uint64_t count;
 } diag_rec_t;
 
@@ -138,7 +138,7 @@ static int diag_rec_same(const diag_rec_t *a, const diag_rec_t *b)
            a->op == b->op && a->root == b->root && a->small == b->small;
 }
 
-/* The call of a record; a blocking small all-reduce says so, since it does not match a
+/* The call of a record; a blocking call on the small-call slots says so, since it does not match a
  * non-blocking call of the same arguments (as in MPI). */
 static void diag_rec_describe(const diag_rec_t *a, int mark, char *buf, size_t len)
 {
@@ -197,7 +197,7 @@ static void diag_mismatch_msg(const diag_rec_t *all, int n, const int *group, ch
             major = g;
         }
     }
-    int mark = 0; /* some answering ranks are in a blocking small all-reduce, others not */
+    int mark = 0; /* some answering ranks are in a blocking call on the slots, others not */
     for (int r = 0; r < n; r++) {
         mark |= group[r] >= 0 && all[r].small != all[major].small;
     }

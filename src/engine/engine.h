@@ -105,8 +105,8 @@ int coll_small_call_free(coll_comm_t *comm, coll_args_t *a);
  * makes the same call)? Sets a->layout. */
 int coll_small_eligible(coll_comm_t *comm, coll_args_t *a);
 /* Run it; lock held, arguments checked. */
-coll_result_t coll_small_allreduce(coll_comm_t *comm, const coll_args_t *a, const void *sendbuf,
-                                   void *recvbuf);
+coll_result_t coll_small_run(coll_comm_t *comm, const coll_args_t *a, const void *sendbuf,
+                             void *recvbuf);
 /* small.c: the slots' rounds, for other calls that use them (direct.c, src/api/register.c); comm
  * locked, windows up (comm->win_tp >= 0 with small_* ops). begin numbers the call and shows it
  * to the diagnosis; a round copies len (<= COLL_TP_SMALL_MAX) bytes of payload and a's

@@ -1,18 +1,20 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Small blocking all-reduces among ranks of one host, without a schedule: every rank copies its
- * input and the call's description into its own small-call slot in shared memory, stores the
- * slot's stamp, waits until every rank's slot holds this call, and reduces all n slots in rank
- * order into its output (so every rank computes the same bits). Two slots per rank, used
- * alternately, need no acknowledgement: a rank that writes call k + 2 into the slot of call k
- * has seen every rank's call k + 1, published after that rank's last read of call k.
+ * Small blocking all-reduces, all-gathers and reduce-scatters among ranks of one host, without a
+ * schedule: every rank copies its input and the call's description into its own small-call slot
+ * in shared memory, stores the slot's stamp, waits until every rank's slot holds this call, and
+ * computes its output from all n slots: an all-reduce reduces them in rank order (so every rank
+ * computes the same bits), an all-gather concatenates them, a reduce-scatter reduces block r of
+ * each in rank order. Two slots per rank, used alternately, need no acknowledgement: a rank
+ * that writes call k + 2 into the slot of call k has seen every rank's call k + 1, published
+ * after that rank's last read of call k.
  *
- * Taken when the call is a blocking all-reduce of host memory of at most COLL_SMALL_MAX bytes
- * (at most COLL_TP_SMALL_MAX), every rank is on this host and the shm windows are up (the same
- * on every rank), and COLL_ALGO forces no algorithm for it. Numbered with the other
- * collectives (sequence and fingerprint as in the engine), recorded for the arrival
- * statistics, described by the diagnosis (pending dumps, timeouts, desyncs); a rank that
- * called with another count, dtype or op is reported at once. In-flight non-blocking calls
+ * Taken when the call is blocking, on host memory, its input (a reduce-scatter's whole input)
+ * holds at most COLL_SMALL_MAX bytes (at most COLL_TP_SMALL_MAX), every rank is on this host and
+ * the shm windows are up (the same on every rank), and COLL_ALGO forces no algorithm for it.
+ * Numbered with the other collectives (sequence and fingerprint as in the engine), recorded for
+ * the arrival statistics, described by the diagnosis (pending dumps, timeouts, desyncs); a rank
+ * that called with another count, dtype or op is reported at once. In-flight non-blocking calls
  * keep progressing while it waits.
  */
 #include "engine.h"
@@ -51,13 +53,28 @@ int coll_small_call_free(coll_comm_t *comm, coll_args_t *a)
            !coll_algo_overridden(comm->nranks, a, comm->algo_override);
 }
 
-int coll_small_eligible(coll_comm_t *comm, coll_args_t *a)
+/* Bytes of a rank's slot payload: its input (0: not a collective of the slots). */
+static size_t small_input_bytes(const coll_comm_t *comm, const coll_args_t *a)
 {
     size_t bytes = a->count * coll_dtype_size(a->dtype);
 
-    return a->coll == COLL_OP_ALLREDUCE && !a->device && bytes != 0 &&
-           bytes <= coll_param_size(COLL_P_SMALL_MAX) && bytes <= COLL_TP_SMALL_MAX &&
-           coll_small_slots(comm) && coll_small_call_free(comm, a);
+    switch (a->coll) {
+    case COLL_OP_ALLREDUCE:
+    case COLL_OP_ALLGATHER:
+        return bytes;
+    case COLL_OP_REDUCE_SCATTER:
+        return bytes * (size_t)comm->nranks;
+    default:
+        return 0;
+    }
+}
+
+int coll_small_eligible(coll_comm_t *comm, coll_args_t *a)
+{
+    size_t bytes = small_input_bytes(comm, a);
+
+    return !a->device && bytes != 0 && bytes <= coll_param_size(COLL_P_SMALL_MAX) &&
+           bytes <= COLL_TP_SMALL_MAX && coll_small_slots(comm) && coll_small_call_free(comm, a);
 }
 
 /* rank's slot holds this call: same count, dtype and op, else fail the communicator after the
@@ -201,32 +218,50 @@ void coll_small_end(coll_comm_t *comm, const coll_args_t *a, double t0, coll_res
     comm->small_waiting = -1;
 }
 
-coll_result_t coll_small_allreduce(coll_comm_t *comm, const coll_args_t *a, const void *sendbuf,
-                                   void *recvbuf)
+/* out[0, count) = x0 op x1 op ... in rank order, each xq count elements at byte offset off of
+ * rank q's payload: the same bits on every rank. */
+static void small_reduce(coll_comm_t *comm, const coll_args_t *a, int parity, size_t off, void *out)
 {
-    size_t        bytes  = a->count * coll_dtype_size(a->dtype);
+    coll_redop_t op = (a->op == COLL_AVG) ? COLL_SUM : a->op;
+    const char  *x0 = coll_small_payload(comm, 0, parity);
+    const char  *x1 = coll_small_payload(comm, 1, parity);
+
+    coll_reduce3(a->dtype, op, out, x0 + off, x1 + off, a->count);
+    for (int r = 2; r < comm->nranks; r++) {
+        const char *x = coll_small_payload(comm, r, parity);
+        coll_reduce3(a->dtype, op, out, out, x + off, a->count);
+    }
+    if (a->op == COLL_AVG) {
+        coll_reduce_div(a->dtype, out, a->count, comm->nranks);
+    }
+}
+
+coll_result_t coll_small_run(coll_comm_t *comm, const coll_args_t *a, const void *sendbuf,
+                             void *recvbuf)
+{
+    size_t        es     = coll_dtype_size(a->dtype);
     int           parity = 0;
     double        t0     = 0.0; /* when the wait began, if it was long enough to tell */
     coll_result_t st;
 
+    /* sendbuf is the input in place too (an all-gather's own block of recvbuf, a reduce-scatter's
+     * whole buffer), except an in-place all-reduce's, which is recvbuf */
     coll_small_begin(comm, a);
-    st = coll_small_round(comm, a, a->in_place ? recvbuf : sendbuf, bytes, &parity, &t0);
+    st = coll_small_round(comm, a, a->coll == COLL_OP_ALLREDUCE && a->in_place ? recvbuf : sendbuf,
+                          small_input_bytes(comm, a), &parity, &t0);
     if (st == COLL_OK) {
         st = coll_small_check(comm, parity, a);
     }
-    if (st == COLL_OK) { /* x0 op x1 op ... in rank order, the same on every rank */
-        const void  *x0 = coll_small_payload(comm, 0, parity);
-        const void  *x1 = coll_small_payload(comm, 1, parity);
-        coll_redop_t op = (a->op == COLL_AVG) ? COLL_SUM : a->op;
-
-        coll_reduce3(a->dtype, op, recvbuf, x0, x1, a->count);
-        for (int r = 2; r < comm->nranks; r++) {
-            coll_reduce3(a->dtype, op, recvbuf, recvbuf, coll_small_payload(comm, r, parity),
-                         a->count);
+    if (st == COLL_OK && a->coll == COLL_OP_ALLGATHER) {
+        for (int r = 0; r < comm->nranks; r++) { /* in place the own block is already there */
+            if (r != comm->rank || !a->in_place) {
+                memcpy((char *)recvbuf + (size_t)r * a->count * es,
+                       coll_small_payload(comm, r, parity), a->count * es);
+            }
         }
-        if (a->op == COLL_AVG) {
-            coll_reduce_div(a->dtype, recvbuf, a->count, comm->nranks);
-        }
+    } else if (st == COLL_OK) {
+        size_t off = a->coll == COLL_OP_REDUCE_SCATTER ? (size_t)comm->rank * a->count * es : 0;
+        small_reduce(comm, a, parity, off, recvbuf);
     }
     coll_small_end(comm, a, t0, st);
     return st;
