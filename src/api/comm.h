@@ -59,7 +59,7 @@ struct coll_comm {
     int                      oversubscribed; /* more ranks on this host than online CPUs: waits
                                                 yield each pass instead of spinning */
     int oversub_factor; /* ranks on this host per online CPU, rounded up; 1 if not more */
-    /* small all-reduces through shared slots (src/engine/small.c) */
+    /* small blocking calls through shared slots (src/engine/small.c) */
     uint64_t      small_calls;    /* calls made; slot (small_calls & 1) is the next one's */
     uint32_t      small_seq;      /* the op number (coll_seq) of the current or last one */
     int           small_active;   /* one is waiting */

@@ -21,13 +21,13 @@ uint8_t coll_diag_fp8(const coll_args_t *a);
 void coll_diag_describe(const coll_args_t *a, char *buf, size_t len);
 /* The oldest unfinished collective of comm (not point-to-point), or NULL. Lock held. */
 coll_task_t *coll_diag_oldest(coll_comm_t *comm);
-/* A wait on req (NULL: the small all-reduce in progress, small.c) ran past the deadline: log this
- * rank's one line (op, seq, peer waited on), then gather every rank's pending call through the
- * bootstrap for at most about 1 s and fail the communicator with COLL_ERR_MISMATCH naming the
- * disagreeing ranks, or COLL_ERR_TIMEOUT. Lock held. */
+/* A wait on req (NULL: the call on the small-call slots in progress, small.c) ran past the
+ * deadline: log this rank's one line (op, seq, peer waited on), then gather every rank's pending
+ * call through the bootstrap for at most about 1 s and fail the communicator with COLL_ERR_MISMATCH
+ * naming the disagreeing ranks, or COLL_ERR_TIMEOUT. Lock held. */
 void coll_diag_timeout(coll_comm_t *comm, coll_task_t *req);
-/* The small all-reduce in progress found rank's slot holding another call of the same number:
- * the same exchange, failing with COLL_ERR_MISMATCH. Lock held. */
+/* The call on the small-call slots in progress found rank's slot holding another call of the
+ * same number: the same exchange, failing with COLL_ERR_MISMATCH. Lock held. */
 void coll_diag_small_mismatch(coll_comm_t *comm, int rank);
 /* One line per unfinished operation of comm into buf (always terminated); returns the length
  * the whole text needs. Lock held. */

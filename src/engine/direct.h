@@ -28,8 +28,8 @@ void coll_direct_slice(const coll_args_t *a, int n, int r, size_t *lo, size_t *h
  * the communicator's verdict not "no")? Equal on every rank that makes the same call. */
 int coll_direct_cma_wanted(const coll_comm_t *comm, const coll_args_t *a);
 /* direct_thp.c: advise huge pages for the 2 MiB-aligned inside of a buffer of at least
- * COLL_DIRECT_THP_MIN bytes that cross-memory attach will move, and rebuild it from them, the
- * first time the range is seen (COLL_DIRECT_THP). Advice only: failures are logged at INFO. */
+ * COLL_DIRECT_THP_MIN bytes that cross-memory attach will move, and rebuild it from them
+ * (COLL_DIRECT_THP). Advice only: a refusal is logged at INFO and that range not tried again. */
 void coll_direct_thp_advise(const void *buf, size_t bytes);
 /* The communicator's cache-resident blocks, made at the first call; NULL: out of memory. */
 char *coll_direct_cma_tmp(coll_comm_t *comm);

@@ -4,10 +4,13 @@
  * every page of a peer's buffer it copies, and on 4 KiB pages that costs a third of the copy
  * (bench/README.md, "Cross-memory attach's own rate"); on 2 MiB pages it comes within a tenth of
  * memcpy. So a rank advises the 2 MiB-aligned inside of each buffer it hands to the path
- * (MADV_HUGEPAGE) and has the kernel rebuild what is already there from huge pages at once
- * (MADV_COLLAPSE, Linux 6.1), the first time it sees the range. Both are advice: the contents,
- * and whether the memory is private or shared, stay as they were. Not here: registered memory
- * (shared, never moved by the kernel), buffers smaller than COLL_DIRECT_THP_MIN.
+ * (MADV_HUGEPAGE) and has the kernel rebuild what is there from huge pages (MADV_COLLAPSE,
+ * Linux 6.1), at every call: a range already on huge pages costs the kernel a walk of its page
+ * tables (about 10 us for 256 MiB), and a buffer freed and mapped again at the same address is
+ * rebuilt as it should be. Only ranges the kernel refused are remembered, and not tried again.
+ * Both are advice: the contents, and whether the memory is private or shared, stay as they were.
+ * Not here: registered memory (shared, never moved by the kernel), buffers smaller than
+ * COLL_DIRECT_THP_MIN.
  */
 #include "direct.h"
 #include "log.h"
@@ -23,14 +26,14 @@
 #ifndef MADV_COLLAPSE
 #define MADV_COLLAPSE 25 /* Linux 6.1; older kernels answer EINVAL */
 #endif
-#define THP_SIZE ((uintptr_t)2 << 20)
-#define THP_SEEN 64 /* ranges remembered; the oldest is forgotten first */
+#define THP_SIZE    ((uintptr_t)2 << 20)
+#define THP_REFUSED 64 /* refused ranges remembered; the oldest is forgotten first */
 
 static struct {
     pthread_mutex_t mu;
     int             state; /* 0 unknown, 1 advise, -1 THP off ("never" or no THP: once logged) */
     unsigned        next;
-    uintptr_t       lo[THP_SEEN], hi[THP_SEEN];
+    uintptr_t       lo[THP_REFUSED], hi[THP_REFUSED];
 } thp = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 /* The administrator's "never" is kept: MADV_COLLAPSE would ignore it. */
@@ -55,25 +58,37 @@ static int thp_allowed(void)
     return 1;
 }
 
-/* Has [lo, hi) been advised already? If not, remember it (under thp.mu). */
-static int thp_seen(uintptr_t lo, uintptr_t hi)
+/* Did the kernel refuse [lo, hi) or a range holding it before? Under thp.mu. */
+static int thp_refused(uintptr_t lo, uintptr_t hi)
 {
-    for (unsigned i = 0; i < THP_SEEN; i++) {
+    for (unsigned i = 0; i < THP_REFUSED; i++) {
         if (thp.lo[i] <= lo && hi <= thp.hi[i]) {
             return 1;
         }
     }
-    thp.lo[thp.next % THP_SEEN] = lo;
-    thp.hi[thp.next % THP_SEEN] = hi;
-    thp.next++;
     return 0;
+}
+
+static void thp_refusal(uintptr_t lo, uintptr_t hi, const char *what, int err)
+{
+    pthread_mutex_lock(&thp.mu);
+    thp.lo[thp.next % THP_REFUSED] = lo;
+    thp.hi[thp.next % THP_REFUSED] = hi;
+    thp.next++;
+    pthread_mutex_unlock(&thp.mu);
+    /* a kernel before 6.1, or memory it cannot rebuild (EINVAL; EAGAIN, ENOMEM: no huge page
+     * free): pages faulted from now on come huge where MADV_HUGEPAGE held */
+    coll_info(MEM,
+              "madvise(%s) of %zu MiB at %p: %s (pages already there stay small; not tried "
+              "again for this range)",
+              what, (size_t)(hi - lo) >> 20, (void *)lo, strerror(err));
 }
 
 void coll_direct_thp_advise(const void *buf, size_t bytes)
 {
     uintptr_t lo = ((uintptr_t)buf + THP_SIZE - 1) & ~(THP_SIZE - 1);
     uintptr_t hi = ((uintptr_t)buf + bytes) & ~(THP_SIZE - 1);
-    int       seen;
+    int       skip;
 
     if (buf == NULL || bytes < coll_param_size(COLL_P_DIRECT_THP_MIN) || hi <= lo ||
         !coll_param_bool(COLL_P_DIRECT_THP)) {
@@ -83,26 +98,15 @@ void coll_direct_thp_advise(const void *buf, size_t bytes)
     if (thp.state == 0) {
         thp.state = thp_allowed();
     }
-    seen = thp.state < 0 || thp_seen(lo, hi);
+    skip = thp.state < 0 || thp_refused(lo, hi);
     pthread_mutex_unlock(&thp.mu);
-    if (seen) {
+    if (skip) {
         return;
     }
-    /* outside the lock: a collapse copies the range once, which takes a while */
+    /* outside the lock: the first collapse of a range copies it, which takes a while */
     if (madvise((void *)lo, hi - lo, MADV_HUGEPAGE) != 0) {
-        coll_info(MEM, "madvise(MADV_HUGEPAGE) of %zu MiB at %p: %s", (size_t)(hi - lo) >> 20,
-                  (void *)lo, strerror(errno));
-        return;
+        thp_refusal(lo, hi, "MADV_HUGEPAGE", errno);
+    } else if (madvise((void *)lo, hi - lo, MADV_COLLAPSE) != 0) {
+        thp_refusal(lo, hi, "MADV_COLLAPSE", errno);
     }
-    /* a kernel before 6.1, or memory it cannot rebuild (EINVAL; EAGAIN, ENOMEM: no huge page
-     * free): pages faulted from now on come huge, those already there stay as they are */
-    if (madvise((void *)lo, hi - lo, MADV_COLLAPSE) != 0) {
-        coll_info(MEM,
-                  "madvise(MADV_COLLAPSE) of %zu MiB at %p: %s (pages already there stay "
-                  "small)",
-                  (size_t)(hi - lo) >> 20, (void *)lo, strerror(errno));
-        return;
-    }
-    coll_debug(MEM, "huge pages for %zu MiB at %p, of a buffer moved by cross-memory attach",
-               (size_t)(hi - lo) >> 20, (void *)lo);
 }

@@ -77,13 +77,20 @@ int coll_small_eligible(coll_comm_t *comm, coll_args_t *a)
            bytes <= COLL_TP_SMALL_MAX && coll_small_slots(comm) && coll_small_call_free(comm, a);
 }
 
-/* rank's slot holds this call: same count, dtype and op, else fail the communicator after the
- * ranks' exchange of what they called (diag.c). */
+/* The slot's op word: the operation and the collective, so that an all-gather and an all-reduce
+ * of one count never pass for each other (the stamp's 8-bit fingerprint alone could). */
+static int32_t small_op_word(const coll_args_t *a)
+{
+    return (int32_t)((uint32_t)a->op | (uint32_t)a->coll << 8);
+}
+
+/* rank's slot holds this call: same collective, count, dtype and op, else fail the communicator
+ * after the ranks' exchange of what they called (diag.c). */
 static coll_result_t small_compare(coll_comm_t *comm, int rank, const coll_tp_small_t *s,
                                    const coll_args_t *a)
 {
     uint64_t stamp = atomic_load_explicit(&s->stamp, memory_order_relaxed);
-    if (s->count == a->count && s->dtype == (int32_t)a->dtype && s->op == (int32_t)a->op &&
+    if (s->count == a->count && s->dtype == (int32_t)a->dtype && s->op == small_op_word(a) &&
         (uint8_t)stamp == coll_diag_fp8(a)) { /* the fingerprint tells the collective too */
         return COLL_OK;
     }
@@ -178,7 +185,7 @@ coll_result_t coll_small_round(coll_comm_t *comm, const coll_args_t *a, const vo
     memcpy(mine->data, payload, len);
     mine->count = a->count;
     mine->dtype = (int32_t)a->dtype;
-    mine->op    = (int32_t)a->op;
+    mine->op    = small_op_word(a);
     atomic_store_explicit(&mine->stamp, stamp, memory_order_release);
     tp->ops->small_publish(tp->ctx);
     st        = small_wait(comm, tp, parity, stamp, &t0);

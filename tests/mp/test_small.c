@@ -3,11 +3,12 @@
  * Small blocking all-gathers and reduce-scatters on the small-call slots (src/engine/small.c):
  *   (a) at 2-5 ranks, over every tested transport: counts whose input (a reduce-scatter's whole
  *       input) holds 1 element up to exactly COLL_SMALL_MAX bytes and one element past it (the
- *       engine), in place and out of place, float sum, int32 max and double avg, between
- *       all-reduces of the slots; exact values and untouched guard bytes on every call;
- *   (b) over shm the calls do take the slots: a blocking call against a non-blocking one on the
- *       other rank is reported as a mismatch "on the small-call slots" (over tcp, and with
- *       COLL_SMALL_MAX=0, the two calls meet and return the right result);
+ *       engine, or cross-memory attach), in place and out of place, float sum, int32 max and
+ *       double avg, between all-reduces of the slots; exact values and untouched bytes past the
+ *       output on every call;
+ *   (b) over shm both calls do take the slots: a blocking all-gather or reduce-scatter against a
+ *       non-blocking one on the other rank is reported as a mismatch "on the small-call slots"
+ *       (over tcp, and with COLL_SMALL_MAX=0, the two calls meet and return the right result);
  *   (c) COLL_SMALL_MAX=0: the same sweep, exact, through the engine.
  */
 #include "coll_test.h"
@@ -101,9 +102,13 @@ static size_t small_one(coll_comm_t *comm, int rank, int n, small_coll_t c, cons
             wrong += got - want > tol || want - got > tol;
         }
     }
+    /* nothing written past the output: an out-of-place reduce-scatter's is count elements */
+    size_t end = c == S_REDUCE_SCATTER && !in_place ? count * t->es : total;
+    for (size_t i = end; i < total + GUARD; i++) {
+        wrong += (unsigned char)rbuf[i] != GUARD_BYTE;
+    }
     for (size_t i = 0; i < GUARD; i++) {
         wrong += (unsigned char)sbuf[total + i] != GUARD_BYTE;
-        wrong += (unsigned char)rbuf[total + i] != GUARD_BYTE;
     }
     if (wrong != 0) {
         fprintf(stderr, "rank %d: %s of %zu x %s, in place %d, call %d: %zu wrong\n", rank,
@@ -145,34 +150,39 @@ static int small_sweep(int rank, int n, coll_comm_t *comm, void *arg)
     return 0;
 }
 
-/* (b): rank 0 non-blocking, rank 1 blocking */
+/* (b): rank 0 non-blocking, rank 1 blocking; arg "slots" or "meet", then "ag" or "rs" */
 static int small_mix(int rank, int n, coll_comm_t *comm, void *arg)
 {
     const char     *how = arg; /* "slots": the mismatch report wanted; else the calls meet */
-    int32_t         in[8], out[16];
+    int             rs  = strstr(how, "rs") != NULL;
+    int32_t         in[16], out[16];
     coll_request_t *req = NULL;
     coll_result_t   st;
     (void)n;
 
-    for (int i = 0; i < 8; i++) {
+    for (int i = 0; i < 16; i++) {
         in[i] = rank * 100 + i;
     }
     if (rank == 0) {
-        ASSERT_OK(coll_iallgather(in, out, 8, COLL_INT32, comm, &req));
+        ASSERT_OK(rs ? coll_ireduce_scatter(in, out, 8, COLL_INT32, COLL_SUM, comm, &req)
+                     : coll_iallgather(in, out, 8, COLL_INT32, comm, &req));
         st = coll_wait(req);
     } else {
-        st = coll_allgather(in, out, 8, COLL_INT32, comm);
+        st = rs ? coll_reduce_scatter(in, out, 8, COLL_INT32, COLL_SUM, comm)
+                : coll_allgather(in, out, 8, COLL_INT32, comm);
     }
-    if (strcmp(how, "slots") != 0) {
+    if (strncmp(how, "slots", 5) != 0) {
         ASSERT_OK(st);
-        for (int i = 0; i < 16; i++) {
-            ASSERT_EQ(out[i], (i / 8) * 100 + i % 8);
+        for (int i = 0; i < (rs ? 8 : 16); i++) { /* rs: block rank of 0..15 and 100..115 */
+            ASSERT_EQ(out[i], rs ? 100 + 2 * (rank * 8 + i) : (i / 8) * 100 + i % 8);
         }
         return 0;
     }
     ASSERT_EQ(st, COLL_ERR_MISMATCH);
     ASSERT_STR_CONTAINS(coll_comm_last_error(comm),
-                        "rank 1 called allgather(8 x i32) blocking, on the small-call slots");
+                        rs ? "rank 1 called reduce_scatter(8 x i32, sum) blocking, on the "
+                             "small-call slots"
+                           : "rank 1 called allgather(8 x i32) blocking, on the small-call slots");
     return 0;
 }
 
@@ -197,11 +207,17 @@ int main(void)
             failed += small_run("(a) small all-gathers and reduce-scatters", tps[t], n, small_sweep,
                                 NULL);
         }
+        int shm = strcmp(tps[t], "shm") == 0;
         setenv("COLL_TIMEOUT", "1", 1);
         failed += small_run("(b) blocking against non-blocking all-gather", tps[t], 2, small_mix,
-                            strcmp(tps[t], "shm") == 0 ? "slots" : "meet");
+                            shm ? "slots ag" : "meet ag");
+        failed += small_run("(b) blocking against non-blocking reduce-scatter", tps[t], 2,
+                            small_mix, shm ? "slots rs" : "meet rs");
         setenv("COLL_SMALL_MAX", "0", 1);
-        failed += small_run("(b) the same with COLL_SMALL_MAX=0", tps[t], 2, small_mix, "meet");
+        failed +=
+            small_run("(b) all-gather with COLL_SMALL_MAX=0", tps[t], 2, small_mix, "meet ag");
+        failed +=
+            small_run("(b) reduce-scatter with COLL_SMALL_MAX=0", tps[t], 2, small_mix, "meet rs");
         unsetenv("COLL_TIMEOUT");
         failed += small_run("(c) COLL_SMALL_MAX=0", tps[t], 3, small_sweep, NULL);
         setenv("COLL_SMALL_MAX", "1k", 1);
