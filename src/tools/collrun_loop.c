@@ -246,6 +246,13 @@ static void loop_rank_ended(collrun_job_t *job, int r)
         job->cause      = COLLRUN_CAUSE_FAILURE;
         job->cause_rank = r;
         loop_teardown_begin(job);
+    } else if (job->cause == COLLRUN_CAUSE_FAILURE && rank->killed &&
+               !job->ranks[job->cause_rank].killed) {
+        /* killed by a signal (not collrun's) after other ranks' error exits were seen: as in
+         * loop_reap, the likelier cause, whose peers reported it before its own end could be
+         * seen (a rank with threads to end, on a busy host) */
+        loop_describe(job, r, "");
+        job->cause_rank = r;
     } else if (job->opts->verbose) {
         loop_describe(job, r, "");
     }
