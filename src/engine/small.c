@@ -14,8 +14,8 @@
  * the shm windows are up (the same on every rank), and COLL_ALGO forces no algorithm for it.
  * Numbered with the other collectives (sequence and fingerprint as in the engine), recorded for
  * the arrival statistics, described by the diagnosis (pending dumps, timeouts, desyncs); a rank
- * that called with another count, dtype or op is reported at once. In-flight non-blocking calls
- * keep progressing while it waits.
+ * that called another collective, count, dtype or op is reported at once. In-flight
+ * non-blocking calls keep progressing while it waits.
  */
 #include "engine.h"
 #include "compiler.h"
