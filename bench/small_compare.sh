@@ -1,33 +1,47 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# Small blocking all-reduces through the small-call slots (COLL_SMALL_MAX=1k, the default)
-# against the scheduled algorithms (COLL_SMALL_MAX=0): collbench runs interleaved A B A B ... for
-# ROUNDS rounds at each rank count, float sum, 8 B - 1 KiB, and the median time (us) of each,
-# out of place, per size. Usage (from the build tree):
-#   bench/small_compare.sh [ROUNDS] [RANK COUNTS] [ITERS]
+# Small blocking collectives through the small-call slots against what serves them without the
+# slots: collbench runs interleaved A B A B ... for ROUNDS rounds at each rank count, float sum,
+# and prints the median time (us) of each, out of place, per collective and size.
+#   allreduce                  COLL_SMALL_MAX=0 against 1k (the default), 8 B - 1 KiB;
+#   allgather, reduce_scatter  COLL_SMALL_AGRS_MAX=0 against 32k (the default), 1 KiB - 32 KiB
+#                              of input (collbench's all-gather size is the output: RANKS times
+#                              that); without the slots they take cross-memory attach or the
+#                              engine.
+# Usage (from the build tree):
+#   bench/small_compare.sh [ROUNDS (5)] [RANK COUNTS ("2 4 8")] [ITERS (20000)] [COLLS]
 set -eu
 rounds=${1:-5}
 counts=${2:-"2 4 8"}
 iters=${3:-20000}
+colls=${4:-"allreduce allgather reduce_scatter"}
 top=${top_builddir:-.}
 raw=$(mktemp)
 trap 'rm -f "$raw"' EXIT
 for r in $(seq 1 "$rounds"); do
     for n in $counts; do
-        for m in 0 1k; do
-            COLL_SMALL_MAX=$m "$top/collrun" -n "$n" "$top/collbench" -b 8 -e 1024 -f 4 \
-                -n "$iters" -w 100 -c 1 |
-                awk -v n="$n" -v m="$m" '/^ +[0-9]/ && $9 == 0 { print n, m, $1, $6 }' >>"$raw"
+        for c in $colls; do
+            case $c in
+            allreduce) var=COLL_SMALL_MAX on=1k min=8 max=1024 ;;
+            allgather) var=COLL_SMALL_AGRS_MAX on=32k min=$((1024 * n)) max=$((32768 * n)) ;;
+            *) var=COLL_SMALL_AGRS_MAX on=32k min=1024 max=32768 ;;
+            esac
+            for m in 0 "$on"; do
+                env "$var=$m" "$top/collrun" -n "$n" "$top/collbench" -C "$c" -b "$min" \
+                    -e "$max" -f 4 -n "$iters" -w 100 -c 1 |
+                    awk -v n="$n" -v c="$c" -v s="$([ "$m" = 0 ] && echo off || echo on)" \
+                        '/^ +[0-9]/ && $9 == 0 { print c, n, s, $1, $6 }' >>"$raw"
+            done
         done
     done
 done
-printf '| ranks | size (B) | scheduled (us) | small-call slots (us) | speed-up |\n'
-printf '|---:|---:|---:|---:|---:|\n'
+printf '| collective | ranks | size (B) | without the slots (us) | small-call slots (us) | speed-up |\n'
+printf '|---|---:|---:|---:|---:|---:|\n'
 awk '
 function med(s,   a, n, t, i, j) { n = split(s, a, " ");
     for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
     return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
-{ k = $1 " " $3; keys[k] = 1; t[k, $2] = t[k, $2] " " $4 }
-END { for (k in keys) { split(k, p, " "); a = med(t[k, "0"]); b = med(t[k, "1k"]);
-        printf "| %d | %d | %.2f | %.2f | %.2f |\n", p[1], p[2], a, b, a / b } }' "$raw" |
-    sort -t'|' -k2,2n -k3,3n
+{ k = $1 " " $2 " " $4; keys[k] = 1; t[k, $3] = t[k, $3] " " $5 }
+END { for (k in keys) { split(k, p, " "); a = med(t[k, "off"]); b = med(t[k, "on"]);
+        printf "| %s | %d | %d | %.2f | %.2f | %.2f |\n", p[1], p[2], p[3], a, b, a / b } }' "$raw" |
+    sort -t'|' -k2,2 -k3,3n -k4,4n

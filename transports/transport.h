@@ -23,11 +23,11 @@
 #include "coll.h"
 #include "auth.h"
 
-#define COLL_TRANSPORT_ABI   4   /* bump on any incompatible change of this header */
+#define COLL_TRANSPORT_ABI   5   /* bump on any incompatible change of this header */
 #define COLL_TP_HANDLE_MAX   256 /* bytes of a listen handle exchanged through bootstrap */
 #define COLL_TP_HOSTNAME_MAX 64
-#define COLL_TP_WIN_SLOTS    256  /* flag slots per window half that win_* transports offer */
-#define COLL_TP_SMALL_MAX    1024 /* payload bytes of one small-call slot (small_* ops) */
+#define COLL_TP_WIN_SLOTS    256   /* flag slots per window half that win_* transports offer */
+#define COLL_TP_SMALL_MAX    32768 /* payload bytes of one small-call slot (small_* ops) */
 
 typedef struct coll_tp_ctx coll_tp_ctx_t; /* per (communicator, transport), defined by each */
 

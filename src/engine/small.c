@@ -10,7 +10,8 @@
  * after that rank's last read of call k.
  *
  * Taken when the call is blocking, on host memory, its input (a reduce-scatter's whole input)
- * holds at most COLL_SMALL_MAX bytes (at most COLL_TP_SMALL_MAX), every rank is on this host and
+ * holds at most COLL_SMALL_MAX bytes (all-reduces) or COLL_SMALL_AGRS_MAX (all-gathers,
+ * reduce-scatters), at most COLL_TP_SMALL_MAX either, every rank is on this host and
  * the shm windows are up (the same on every rank), and COLL_ALGO forces no algorithm for it.
  * Numbered with the other collectives (sequence and fingerprint as in the engine), recorded for
  * the arrival statistics, described by the diagnosis (pending dumps, timeouts, desyncs); a rank
@@ -73,8 +74,11 @@ int coll_small_eligible(coll_comm_t *comm, coll_args_t *a)
 {
     size_t bytes = small_input_bytes(comm, a);
 
-    return !a->device && bytes != 0 && bytes <= coll_param_size(COLL_P_SMALL_MAX) &&
-           bytes <= COLL_TP_SMALL_MAX && coll_small_slots(comm) && coll_small_call_free(comm, a);
+    size_t max =
+        coll_param_size(a->coll == COLL_OP_ALLREDUCE ? COLL_P_SMALL_MAX : COLL_P_SMALL_AGRS_MAX);
+
+    return !a->device && bytes != 0 && bytes <= max && bytes <= COLL_TP_SMALL_MAX &&
+           coll_small_slots(comm) && coll_small_call_free(comm, a);
 }
 
 /* The slot's op word: the operation and the collective, so that an all-gather and an all-reduce

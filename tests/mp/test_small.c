@@ -2,14 +2,15 @@
 /*
  * Small blocking all-gathers and reduce-scatters on the small-call slots (src/engine/small.c):
  *   (a) at 2-5 ranks, over every tested transport: counts whose input (a reduce-scatter's whole
- *       input) holds 1 element up to exactly COLL_SMALL_MAX bytes and one element past it (the
- *       engine, or cross-memory attach), in place and out of place, float sum, int32 max and
- *       double avg, between all-reduces of the slots; exact values and untouched bytes past the
- *       output on every call;
- *   (b) over shm both calls do take the slots: a blocking all-gather or reduce-scatter against a
- *       non-blocking one on the other rank is reported as a mismatch "on the small-call slots"
- *       (over tcp, and with COLL_SMALL_MAX=0, the two calls meet and return the right result);
- *   (c) COLL_SMALL_MAX=0: the same sweep, exact, through the engine.
+ *       input) holds 1 element up to exactly COLL_SMALL_AGRS_MAX bytes (32k, the slots' size)
+ *       and one element past it (the engine, or cross-memory attach), in place and out of place,
+ *       float sum, int32 max and double avg, between all-reduces of the slots; exact values and
+ *       untouched bytes past the output on every call;
+ *   (b) over shm both calls do take the slots, with COLL_SMALL_MAX=0 too (that one is the
+ *       all-reduces'), up to an input of COLL_SMALL_AGRS_MAX bytes: a blocking all-gather or
+ * reduce-scatter against a non-blocking one on the other rank is reported as a mismatch "on the
+ * small-call slots" (over tcp, and with COLL_SMALL_AGRS_MAX=0, the two calls meet and return the
+ * right result); (c) COLL_SMALL_AGRS_MAX=0: the same sweep, exact, through the engine.
  */
 #include "coll_test.h"
 
@@ -18,7 +19,7 @@
 
 #define GUARD      64
 #define GUARD_BYTE 0x5a
-#define SMALL_MAX  1024 /* COLL_SMALL_MAX's default, set by the driver */
+#define SMALL_MAX  32768 /* COLL_SMALL_AGRS_MAX's default, set by the driver */
 
 typedef enum { S_ALLGATHER, S_REDUCE_SCATTER } small_coll_t;
 
@@ -150,39 +151,47 @@ static int small_sweep(int rank, int n, coll_comm_t *comm, void *arg)
     return 0;
 }
 
-/* (b): rank 0 non-blocking, rank 1 blocking; arg "slots" or "meet", then "ag" or "rs" */
+/* (b): rank 0 non-blocking, rank 1 blocking; arg "slots" or "meet", then "ag" or "rs", and
+ * "max" for an input of exactly SMALL_MAX bytes at 2 ranks (else 8 elements per block) */
 static int small_mix(int rank, int n, coll_comm_t *comm, void *arg)
 {
-    const char     *how = arg; /* "slots": the mismatch report wanted; else the calls meet */
-    int             rs  = strstr(how, "rs") != NULL;
-    int32_t         in[16], out[16];
+    const char     *how   = arg; /* "slots": the mismatch report wanted; else the calls meet */
+    int             rs    = strstr(how, "rs") != NULL;
+    size_t          count = strstr(how, "max") == NULL ? 8 : SMALL_MAX / 4 / (rs ? 2 : 1);
+    int32_t        *in = malloc(2 * count * 4), *out = malloc(2 * count * 4);
     coll_request_t *req = NULL;
     coll_result_t   st;
+    char            want[160];
     (void)n;
 
-    for (int i = 0; i < 16; i++) {
-        in[i] = rank * 100 + i;
+    ASSERT_TRUE(in != NULL && out != NULL);
+    for (size_t i = 0; i < 2 * count; i++) {
+        in[i] = rank * 100000 + (int32_t)i;
     }
     if (rank == 0) {
-        ASSERT_OK(rs ? coll_ireduce_scatter(in, out, 8, COLL_INT32, COLL_SUM, comm, &req)
-                     : coll_iallgather(in, out, 8, COLL_INT32, comm, &req));
+        ASSERT_OK(rs ? coll_ireduce_scatter(in, out, count, COLL_INT32, COLL_SUM, comm, &req)
+                     : coll_iallgather(in, out, count, COLL_INT32, comm, &req));
         st = coll_wait(req);
     } else {
-        st = rs ? coll_reduce_scatter(in, out, 8, COLL_INT32, COLL_SUM, comm)
-                : coll_allgather(in, out, 8, COLL_INT32, comm);
+        st = rs ? coll_reduce_scatter(in, out, count, COLL_INT32, COLL_SUM, comm)
+                : coll_allgather(in, out, count, COLL_INT32, comm);
     }
     if (strncmp(how, "slots", 5) != 0) {
         ASSERT_OK(st);
-        for (int i = 0; i < (rs ? 8 : 16); i++) { /* rs: block rank of 0..15 and 100..115 */
-            ASSERT_EQ(out[i], rs ? 100 + 2 * (rank * 8 + i) : (i / 8) * 100 + i % 8);
+        for (size_t i = 0; i < (rs ? count : 2 * count); i++) { /* rs: block rank of both */
+            int32_t w = rs ? 100000 + 2 * (int32_t)((size_t)rank * count + i)
+                           : (int32_t)(i / count) * 100000 + (int32_t)(i % count);
+            ASSERT_EQ(out[i], w);
         }
-        return 0;
+    } else {
+        ASSERT_EQ(st, COLL_ERR_MISMATCH);
+        snprintf(want, sizeof(want),
+                 "rank 1 called %s(%zu x i32%s) blocking, on the small-call slots",
+                 rs ? "reduce_scatter" : "allgather", count, rs ? ", sum" : "");
+        ASSERT_STR_CONTAINS(coll_comm_last_error(comm), want);
     }
-    ASSERT_EQ(st, COLL_ERR_MISMATCH);
-    ASSERT_STR_CONTAINS(coll_comm_last_error(comm),
-                        rs ? "rank 1 called reduce_scatter(8 x i32, sum) blocking, on the "
-                             "small-call slots"
-                           : "rank 1 called allgather(8 x i32) blocking, on the small-call slots");
+    free(in);
+    free(out);
     return 0;
 }
 
@@ -202,6 +211,7 @@ int main(void)
 
     unsetenv("COLL_ALGO");
     setenv("COLL_SMALL_MAX", "1k", 1);
+    setenv("COLL_SMALL_AGRS_MAX", "32k", 1);
     for (int t = 0; t < ntp; t++) {
         for (int n = 2; n <= 5; n++) {
             failed += small_run("(a) small all-gathers and reduce-scatters", tps[t], n, small_sweep,
@@ -209,18 +219,26 @@ int main(void)
         }
         int shm = strcmp(tps[t], "shm") == 0;
         setenv("COLL_TIMEOUT", "1", 1);
+        setenv("COLL_SMALL_MAX", "0", 1);
         failed += small_run("(b) blocking against non-blocking all-gather", tps[t], 2, small_mix,
                             shm ? "slots ag" : "meet ag");
         failed += small_run("(b) blocking against non-blocking reduce-scatter", tps[t], 2,
                             small_mix, shm ? "slots rs" : "meet rs");
-        setenv("COLL_SMALL_MAX", "0", 1);
+        setenv("COLL_DIRECT_CMA", "0", 1); /* its rounds are on the slots too: not the path */
+        failed += small_run("(b) the same at the slots' largest input", tps[t], 2, small_mix,
+                            shm ? "slots ag max" : "meet ag max");
+        failed += small_run("(b) the same at the slots' largest input", tps[t], 2, small_mix,
+                            shm ? "slots rs max" : "meet rs max");
+        unsetenv("COLL_DIRECT_CMA");
+        setenv("COLL_SMALL_AGRS_MAX", "0", 1);
         failed +=
-            small_run("(b) all-gather with COLL_SMALL_MAX=0", tps[t], 2, small_mix, "meet ag");
-        failed +=
-            small_run("(b) reduce-scatter with COLL_SMALL_MAX=0", tps[t], 2, small_mix, "meet rs");
+            small_run("(b) all-gather with COLL_SMALL_AGRS_MAX=0", tps[t], 2, small_mix, "meet ag");
+        failed += small_run("(b) reduce-scatter with COLL_SMALL_AGRS_MAX=0", tps[t], 2, small_mix,
+                            "meet rs");
         unsetenv("COLL_TIMEOUT");
-        failed += small_run("(c) COLL_SMALL_MAX=0", tps[t], 3, small_sweep, NULL);
         setenv("COLL_SMALL_MAX", "1k", 1);
+        failed += small_run("(c) COLL_SMALL_AGRS_MAX=0", tps[t], 3, small_sweep, NULL);
+        setenv("COLL_SMALL_AGRS_MAX", "32k", 1);
     }
     printf("%s\n", failed ? "FAIL" : "PASS");
     return failed != 0;

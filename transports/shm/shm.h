@@ -24,7 +24,7 @@ _Static_assert(ATOMIC_LLONG_LOCK_FREE == 2, "shm transport needs lock-free 64-bi
 _Static_assert(ATOMIC_INT_LOCK_FREE == 2, "shm transport needs lock-free 32-bit atomics");
 
 #define SHM_SEG_MAGIC      0x31306d68736c6f63ull /* "collshm01", little endian */
-#define SHM_SEG_VERSION    4u
+#define SHM_SEG_VERSION    5u
 #define SHM_HANDLE_MAGIC   0x53484d48u /* "HMHS" */
 #define SHM_FRAME_MAGIC    0x46524d46u /* data frame */
 #define SHM_PAD_MAGIC      0x50414450u /* skip to the end of the ring */
@@ -40,9 +40,9 @@ _Static_assert(ATOMIC_INT_LOCK_FREE == 2, "shm transport needs lock-free 32-bit 
 #define SHM_RING_MAX       ((uint64_t)1 << 30)
 #define SHM_FRAG_MAX       ((uint64_t)64 << 10) /* pipelining grain: receiver starts early */
 #define SHM_TOTAL_MAX      ((uint64_t)1 << 40)  /* largest message a frame may announce */
-#define SHM_LIVE_CHECK_S   0.25  /* how often an idle rank with pending work checks its peers */
-#define SHM_WIN_CTRL_SIZE  8192u /* window control block in front of the two halves */
-#define SHM_WIN_ALIGN      4096u /* window halves are whole pages */
+#define SHM_LIVE_CHECK_S   0.25   /* how often an idle rank with pending work checks its peers */
+#define SHM_WIN_CTRL_SIZE  73728u /* window control block in front of the two halves */
+#define SHM_WIN_ALIGN      4096u  /* window halves are whole pages */
 #define SHM_WIN_MAX        ((uint64_t)1 << 30)
 #define SHM_WIN_SMALL      (1u << 20) /* the default window where /dev/shm is small */
 
