@@ -4,6 +4,7 @@
 # slots: collbench runs interleaved A B A B ... for ROUNDS rounds at each rank count, float sum,
 # and prints the median time (us) of each, out of place, per collective and size.
 #   allreduce                  COLL_SMALL_MAX=0 against 1k (the default), 8 B - 1 KiB;
+#                              (sizes double)
 #   allgather, reduce_scatter  COLL_SMALL_AGRS_MAX=0 against 32k (the default), 1 KiB - 32 KiB
 #                              of input (collbench's all-gather size is the output: RANKS times
 #                              that); without the slots they take cross-memory attach or the
@@ -28,7 +29,7 @@ for r in $(seq 1 "$rounds"); do
             esac
             for m in 0 "$on"; do
                 env "$var=$m" "$top/collrun" -n "$n" "$top/collbench" -C "$c" -b "$min" \
-                    -e "$max" -f 4 -n "$iters" -w 100 -c 1 |
+                    -e "$max" -f 2 -n "$iters" -w 100 -c 1 |
                     awk -v n="$n" -v c="$c" -v s="$([ "$m" = 0 ] && echo off || echo on)" \
                         '/^ +[0-9]/ && $9 == 0 { print c, n, s, $1, $6 }' >>"$raw"
             done
