@@ -334,7 +334,8 @@ void coll_diag_small_mismatch(coll_comm_t *comm, int rank)
     coll_diag_describe(&comm->small_args, desc, sizeof(desc));
     snprintf(msg, sizeof(msg),
              "rank %d: %s op #%u: rank %d made another call with the same number (collective, "
-             "count, dtype or op differ)",
+             "count, dtype or op differ, or the path: COLL_SMALL_MAX or COLL_SMALL_AGRS_MAX "
+             "differ between ranks)",
              comm->rank, desc, comm->small_seq, rank);
     diag_exchange(comm, msg, COLL_ERR_MISMATCH, "");
 }

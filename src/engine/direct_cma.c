@@ -84,11 +84,12 @@ static coll_result_t cma_move(coll_comm_t *comm, const coll_direct_peer_t *p, in
 /* All-reduces from COLL_DIRECT_CMA_MIN bytes (the engine's windows win below: 2 ranks on 2
  * CPUs, level at 16-32 KiB, 1.5x faster from 64 KiB); all-gathers and reduce-scatters from
  * COLL_DIRECT_CMA_AGRS_MIN bytes in all (count times size times ranks: one transfer per peer, no
- * push, 3x faster than the engine's rings from 4-16 KiB; below 1 KiB of input the small-call
- * slots serve; reduce-scatters of 2-4 KiB at 4 ranks on 2 CPUs: 42-65 us against the rings'
- * 110-230). Where ranks outnumber the CPUs both grow with the ranks per CPU: every rank's small
- * blocks and system calls wait for a CPU (4 and 8 ranks on 2 CPUs: level at 128 and 256 KiB for
- * the all-reduce, 4-16 KiB at 4 ranks for the others). */
+ * push, 3x faster than the engine's rings from 4-16 KiB; reduce-scatters of 2-4 KiB at 4 ranks
+ * on 2 CPUs: 42-65 us against the rings' 110-230). Up to COLL_SMALL_AGRS_MAX (32 KiB) of input
+ * the small-call slots serve first, so this minimum matters only where that one is lowered. Where
+ * ranks outnumber the CPUs both grow with the ranks per CPU: every rank's small blocks and system
+ * calls wait for a CPU (4 and 8 ranks on 2 CPUs: level at 128 and 256 KiB for the all-reduce, 4-16
+ * KiB at 4 ranks for the others). */
 int coll_direct_cma_wanted(const coll_comm_t *comm, const coll_args_t *a)
 {
     size_t bytes = a->count * coll_dtype_size(a->dtype);

@@ -81,11 +81,13 @@ int coll_small_eligible(coll_comm_t *comm, coll_args_t *a)
            coll_small_slots(comm) && coll_small_call_free(comm, a);
 }
 
-/* The slot's op word: the operation and the collective, so that an all-gather and an all-reduce
- * of one count never pass for each other (the stamp's 8-bit fingerprint alone could). */
-static int32_t small_op_word(const coll_args_t *a)
+/* The slot's op word: the operation, the collective and whether the slot holds the input, so
+ * that an all-gather and an all-reduce of one count never pass for each other (the stamp's 8-bit
+ * fingerprint alone could), nor one rank's input for another's description of the same call on
+ * the direct path (ranks whose COLL_SMALL_MAX or COLL_SMALL_AGRS_MAX differ). */
+static int32_t small_op_word(const coll_comm_t *comm, const coll_args_t *a)
 {
-    return (int32_t)((uint32_t)a->op | (uint32_t)a->coll << 8);
+    return (int32_t)((uint32_t)a->op | (uint32_t)a->coll << 8 | (uint32_t)comm->small_data << 16);
 }
 
 /* rank's slot holds this call: same collective, count, dtype and op, else fail the communicator
@@ -94,7 +96,7 @@ static coll_result_t small_compare(coll_comm_t *comm, int rank, const coll_tp_sm
                                    const coll_args_t *a)
 {
     uint64_t stamp = atomic_load_explicit(&s->stamp, memory_order_relaxed);
-    if (s->count == a->count && s->dtype == (int32_t)a->dtype && s->op == small_op_word(a) &&
+    if (s->count == a->count && s->dtype == (int32_t)a->dtype && s->op == small_op_word(comm, a) &&
         (uint8_t)stamp == coll_diag_fp8(a)) { /* the fingerprint tells the collective too */
         return COLL_OK;
     }
@@ -173,6 +175,7 @@ void coll_small_begin(coll_comm_t *comm, const coll_args_t *a)
     comm->small_seq    = comm->coll_seq++;
     comm->small_args   = *a;
     comm->small_active = 1;
+    comm->small_data   = 0;
 }
 
 coll_result_t coll_small_round(coll_comm_t *comm, const coll_args_t *a, const void *payload,
@@ -189,7 +192,7 @@ coll_result_t coll_small_round(coll_comm_t *comm, const coll_args_t *a, const vo
     memcpy(mine->data, payload, len);
     mine->count = a->count;
     mine->dtype = (int32_t)a->dtype;
-    mine->op    = small_op_word(a);
+    mine->op    = small_op_word(comm, a);
     atomic_store_explicit(&mine->stamp, stamp, memory_order_release);
     tp->ops->small_publish(tp->ctx);
     st        = small_wait(comm, tp, parity, stamp, &t0);
@@ -258,6 +261,7 @@ coll_result_t coll_small_run(coll_comm_t *comm, const coll_args_t *a, const void
     /* sendbuf is the input in place too (an all-gather's own block of recvbuf, a reduce-scatter's
      * whole buffer), except an in-place all-reduce's, which is recvbuf */
     coll_small_begin(comm, a);
+    comm->small_data = 1;
     st = coll_small_round(comm, a, a->coll == COLL_OP_ALLREDUCE && a->in_place ? recvbuf : sendbuf,
                           small_input_bytes(comm, a), &parity, &t0);
     if (st == COLL_OK) {

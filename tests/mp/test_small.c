@@ -7,10 +7,13 @@
  *       float sum, int32 max and double avg, between all-reduces of the slots; exact values and
  *       untouched bytes past the output on every call;
  *   (b) over shm both calls do take the slots, with COLL_SMALL_MAX=0 too (that one is the
- *       all-reduces'), up to an input of COLL_SMALL_AGRS_MAX bytes: a blocking all-gather or
- * reduce-scatter against a non-blocking one on the other rank is reported as a mismatch "on the
- * small-call slots" (over tcp, and with COLL_SMALL_AGRS_MAX=0, the two calls meet and return the
- * right result); (c) COLL_SMALL_AGRS_MAX=0: the same sweep, exact, through the engine.
+ *       all-reduces'), up to an input of COLL_SMALL_AGRS_MAX bytes: a blocking all-gather
+ *       or reduce-scatter against a non-blocking one on the other rank is reported as a
+ *       mismatch "on the small-call slots" (over tcp, and with COLL_SMALL_AGRS_MAX=0, the two
+ *       calls meet and return the right result);
+ *   (c) COLL_SMALL_AGRS_MAX=0: the same sweep, exact, through the engine;
+ *   (d) over shm, ranks whose COLL_SMALL_AGRS_MAX differ (one on the slots, one on the direct
+ *       path, whose rounds use the slots too) get a mismatch naming the parameters, not data.
  */
 #include "coll_test.h"
 
@@ -195,10 +198,40 @@ static int small_mix(int rank, int n, coll_comm_t *comm, void *arg)
     return 0;
 }
 
+/* (d): rank 0 lets no all-gather on the slots (COLL_SMALL_AGRS_MAX=0: cross-memory attach,
+ * whose rounds are on the slots too), the others keep 32k: a mismatch, not the other path's
+ * description taken for input */
+static void small_disagree_env(int rank, int n)
+{
+    (void)n;
+    setenv("COLL_SMALL_AGRS_MAX", rank == 0 ? "0" : "32k", 1);
+}
+
+static int small_disagree(int rank, int n, coll_comm_t *comm, void *arg)
+{
+    int32_t       in[1024], out[2048];
+    coll_result_t st;
+    (void)n;
+    (void)arg;
+
+    for (int i = 0; i < 1024; i++) {
+        in[i] = rank * 10000 + i;
+    }
+    st = coll_allgather(in, out, 1024, COLL_INT32, comm);
+    printf("rank %d: %s: %s\n", rank, coll_strerror(st), coll_comm_last_error(comm));
+    fflush(stdout);
+    ASSERT_EQ(st, COLL_ERR_MISMATCH);
+    ASSERT_STR_CONTAINS(coll_comm_last_error(comm), "COLL_SMALL_AGRS_MAX differ");
+    return 0;
+}
+
 static int small_run(const char *what, const char *tp, int n, coll_test_rank_fn_t fn, void *arg)
 {
-    coll_test_opts_t o  = {.nranks = n, .want_comm = 1, .timeout_s = 60, .transport = tp};
-    int              rc = coll_test_run_ranks(&o, fn, arg);
+    coll_test_opts_t o = {.nranks = n, .want_comm = 1, .timeout_s = 60, .transport = tp};
+    if (fn == small_disagree) {
+        o.before_comm = small_disagree_env;
+    }
+    int rc = coll_test_run_ranks(&o, fn, arg);
     printf("%s: %s over %s, %d ranks\n", rc ? "FAIL" : "PASS", what, tp, n);
     fflush(stdout);
     return rc != 0;
@@ -239,6 +272,12 @@ int main(void)
         setenv("COLL_SMALL_MAX", "1k", 1);
         failed += small_run("(c) COLL_SMALL_AGRS_MAX=0", tps[t], 3, small_sweep, NULL);
         setenv("COLL_SMALL_AGRS_MAX", "32k", 1);
+        if (shm) {
+            setenv("COLL_TIMEOUT", "1", 1);
+            failed += small_run("(d) ranks whose COLL_SMALL_AGRS_MAX differ", tps[t], 2,
+                                small_disagree, NULL);
+            unsetenv("COLL_TIMEOUT");
+        }
     }
     printf("%s\n", failed ? "FAIL" : "PASS");
     return failed != 0;

@@ -2,7 +2,8 @@
 /*
  * Reuse of the shared windows across calls, over shm with the one-shot and two-shot
  * all-reduces forced, and with the tuner's choice (small blocking calls then go through the
- * small-call slots, src/engine/small.c, 1 KiB at most: 256 int32 do, 257 do not): hundreds of
+ * small-call slots, src/engine/small.c, all-reduces up to COLL_SMALL_MAX, 1 KiB: 256 int32 do,
+ * 257 do not): hundreds of
  * back-to-back calls whose sizes vary (some too large for the window, which fall back to another
  * algorithm between window calls), ranks that drift out of step, other collectives in between, and
  * several non-blocking all-reduces outstanding at once, waited for in reverse order, and blocking
