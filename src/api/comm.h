@@ -60,11 +60,10 @@ struct coll_comm {
                                                 yield each pass instead of spinning */
     int oversub_factor; /* ranks on this host per online CPU, rounded up; 1 if not more */
     /* small blocking calls through shared slots (src/engine/small.c) */
-    uint64_t small_calls;         /* calls made; slot (small_calls & 1) is the next one's */
-    uint32_t small_seq;           /* the op number (coll_seq) of the current or last one */
-    int      small_active;        /* one is waiting */
-    int      small_data;          /* its slots hold the call's input (coll_small_run), not a
-                                     path's description (direct.c, register.c) */
+    uint64_t      small_calls;    /* calls made; slot (small_calls & 1) is the next one's */
+    uint32_t      small_seq;      /* the op number (coll_seq) of the current or last one */
+    int           small_active;   /* one is waiting */
+    int           small_data;     /* its slots hold the input (coll_small_run), not a path's */
     int           small_waiting;  /* the rank it waits for, -1: none */
     coll_args_t   small_args;     /* its arguments, for the diagnosis */
     double        notices_polled; /* when colls_start last read bootstrap notices */
