@@ -10,7 +10,7 @@ COLL_LIB_SOURCES += \
     src/bootstrap/env.c \
     src/engine/engine.h src/engine/engine.c src/engine/task.c src/engine/wait.c \
     src/engine/window.c src/engine/small.c src/engine/diag.h src/engine/diag.c src/engine/stats.c src/api/diag.c \
-    src/api/comm.h src/api/comm.c src/api/colls.c src/api/check.c src/api/check.h \
+    src/api/comm.h src/api/comm.c src/api/agree.c src/api/colls.c src/api/check.c src/api/check.h \
     src/api/request.c src/api/init.c src/api/shrink.c src/api/info.c src/api/tune.h src/api/tune.c \
     src/api/tune_topo.c src/api/mem.h src/api/mem.c src/api/register.h src/api/register.c \
     src/engine/direct.h src/engine/direct.c src/engine/direct_cma.c src/engine/direct_thp.c

@@ -101,7 +101,7 @@ tests_mp_test_alltoall_LDADD = $(TEST_MP_LDADD)
 # ---- multi-process API, point-to-point and failure tests ----
 MP_OTHER_TESTS = tests/mp/test_p2p tests/mp/test_split tests/mp/test_failures tests/mp/test_shrink \
     tests/mp/test_args tests/mp/test_window tests/mp/test_diag tests/mp/test_soak \
-    tests/mp/test_register tests/mp/test_direct_cma tests/mp/test_small
+    tests/mp/test_register tests/mp/test_direct_cma tests/mp/test_small tests/mp/test_agree
 check_PROGRAMS += $(MP_OTHER_TESTS)
 tests_mp_test_p2p_SOURCES = tests/mp/test_p2p.c
 tests_mp_test_p2p_CPPFLAGS = $(TEST_CPPFLAGS)
@@ -126,13 +126,16 @@ tests_mp_test_direct_cma_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_mp_test_direct_cma_LDADD = $(TEST_MP_LDADD) -lpthread
 tests_mp_test_small_SOURCES = tests/mp/test_small.c
 tests_mp_test_small_CPPFLAGS = $(TEST_CPPFLAGS)
-tests_mp_test_small_LDADD = $(TEST_MP_LDADD)
+tests_mp_test_small_LDADD = $(TEST_UNIT_LDADD)
 tests_mp_test_diag_SOURCES = tests/mp/test_diag.c
 tests_mp_test_diag_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_mp_test_diag_LDADD = $(TEST_MP_LDADD)
 tests_mp_test_soak_SOURCES = tests/mp/test_soak.c
 tests_mp_test_soak_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_mp_test_soak_LDADD = $(TEST_MP_LDADD)
+tests_mp_test_agree_SOURCES = tests/mp/test_agree.c
+tests_mp_test_agree_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_mp_test_agree_LDADD = $(TEST_MP_LDADD)
 tests_mp_test_args_SOURCES = tests/mp/test_args.c
 tests_mp_test_args_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_mp_test_args_LDADD = $(TEST_MP_LDADD)

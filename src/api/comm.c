@@ -398,6 +398,7 @@ coll_result_t coll_comm_create(coll_comm_t **comm_p, int nranks, const coll_uniq
     COLL_CHECK_GOTO(coll_bootstrap_allgather(comm->bs, &self, sizeof(self), comm->peers, deadline),
                     st, err);
     comm->comm_id = coll_hash64(coll_bootstrap_seed(comm->bs) ^ (uint64_t)comm->peers[0].pid);
+    COLL_CHECK_GOTO(coll_comm_agree_params(comm, deadline), st, err);
     COLL_CHECK_GOTO(comm_place(comm, deadline), st, err);
     comm_bind(comm);
     COLL_CHECK_GOTO(comm_pick_transports(comm), st, err);

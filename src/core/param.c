@@ -8,6 +8,7 @@
 #include "param.h"
 #include "error.h"
 #include "log.h"
+#include "util.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -610,6 +611,37 @@ int coll_param_is_set(coll_param_id_t id)
 {
     const param_value_t *val = param_get(id);
     return val != NULL && val->src != PARAM_SRC_DEFAULT;
+}
+
+const char *coll_param_name(coll_param_id_t id)
+{
+    return (int)id >= 0 && id < COLL_P_COUNT ? param_rows[id].name : "COLL_?";
+}
+
+uint64_t coll_param_digest(coll_param_id_t id)
+{
+    const param_value_t *val = param_get(id);
+    uint64_t             x   = 0;
+    if (val == NULL) {
+        return 0;
+    }
+    switch (param_rows[id].type) {
+    case PARAM_T_SIZE:
+        x = (uint64_t)val->v.size;
+        break;
+    case PARAM_T_TIME:
+        memcpy(&x, &val->v.time, sizeof(x));
+        break;
+    case PARAM_T_LIST:
+    case PARAM_T_STRING: {
+        const char *t = coll_param_str(id);
+        return coll_hash_bytes(t, strlen(t), (uint64_t)id);
+    }
+    default:
+        x = (uint64_t)val->v.i;
+        break;
+    }
+    return coll_hash64(x ^ coll_hash64((uint64_t)id + 1));
 }
 
 const char *coll_env_get(const char *name)

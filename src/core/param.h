@@ -29,6 +29,11 @@ int         coll_param_enum(coll_param_id_t id);   /* index into CHOICES */
 const char *coll_param_str(coll_param_id_t id);    /* STRING, LIST, ENUM as text */
 int         coll_param_is_set(coll_param_id_t id); /* not from the default */
 
+/* "COLL_" NAME. */
+const char *coll_param_name(coll_param_id_t id);
+/* A digest of id's resolved value, not of its spelling: "1k" and "1024" give the same one. */
+uint64_t coll_param_digest(coll_param_id_t id);
+
 /* Parsers shared with tools and tests: return 0 on success, -1 if text is malformed. */
 int coll_parse_int(const char *text, int64_t *out); /* decimal, optional sign */
 int coll_parse_size(const char *text, size_t *out);

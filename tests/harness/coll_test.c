@@ -175,6 +175,14 @@ static int test_child(const coll_test_opts_t *opts, int rank, coll_test_rank_fn_
     return rc;
 }
 
+/* The run under way (its children inherit it), for coll_test_rendezvous_dir. */
+static const char *test_dir;
+
+const char *coll_test_rendezvous_dir(void)
+{
+    return test_dir;
+}
+
 static void test_rmdir(const char *dir)
 {
     char path[600];
@@ -200,6 +208,7 @@ int coll_test_run_ranks(const coll_test_opts_t *opts_in, coll_test_rank_fn_t fn,
         exit(COLL_TEST_HARD);
     }
     opts.rendezvous_dir = dir;
+    test_dir            = dir;
     fflush(stdout);
     fflush(stderr);
     for (int r = 0; r < opts.nranks; r++) {

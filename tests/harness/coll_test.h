@@ -69,6 +69,8 @@ int coll_test_run_ranks(const coll_test_opts_t *opts, coll_test_rank_fn_t fn, vo
 
 /* Inside a child: create a communicator of nranks through the run's rendezvous file. */
 coll_result_t coll_test_comm_create(const char *dir, int rank, int nranks, coll_comm_t **comm_p);
+/* Inside a child of a run with want_comm == 0: the directory to pass coll_test_comm_create. */
+const char *coll_test_rendezvous_dir(void);
 
 /* Lines of this process' library log (COLL_DEBUG_FILE, %p standing for the pid) that contain
  * mark; 0 when no log file is set or it does not exist yet. */
