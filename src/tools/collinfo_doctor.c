@@ -8,6 +8,7 @@
  */
 #include "collinfo.h"
 #include "param.h"
+#include "shm/shm.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -98,14 +99,17 @@ static double doc_gib(double bytes)
     return bytes / (1024.0 * 1024.0 * 1024.0);
 }
 
-/* Each pair of local ranks has a ring each way, each rank a two-half window (transports/shm). */
+/* Each rank's segment as the shm transport sizes it: a header, a ring (control page and data)
+ * to each other local rank, and the window (control block with the small-call slots, two
+ * halves). */
 static void doc_shm(doc_t *d)
 {
     struct statvfs sv;
     char           path[512], fix[256];
-    double         n    = d->ranks;
-    double         need = n * (n - 1) * (double)coll_param_size(COLL_P_SHM_RING_SIZE) +
-                  n * 2.0 * (double)coll_param_size(COLL_P_SHM_WINDOW_SIZE);
+    uint64_t       ring = coll_param_size(COLL_P_SHM_RING_SIZE);
+    uint64_t       win  = coll_param_size(COLL_P_SHM_WINDOW_SIZE);
+    double         need =
+        d->ranks > 1 ? d->ranks * (double)shm_seg_size((uint32_t)d->ranks - 1, ring, win) : 0.0;
     snprintf(path, sizeof(path), "%s/dev/shm", d->root);
     snprintf(fix, sizeof(fix),
              "mount -o remount,size=%.0fG /dev/shm (containers: docker run --shm-size=%.0fg), "
