@@ -199,12 +199,35 @@ static void comm_bind(const coll_comm_t *comm)
     }
 }
 
-/* Which transport reaches each peer: COLL_TRANSPORT restricts and orders the candidates. */
-static coll_result_t comm_pick_transports(coll_comm_t *comm)
+/* The names of the transports in a mask of registry places, for messages. */
+static void comm_tp_names(uint32_t mask, char *buf, size_t len)
 {
-    const char *want  = coll_param_str(COLL_P_TRANSPORT);
-    int         autom = want == NULL || want[0] == '\0' || strcmp(want, "auto") == 0;
-    for (int i = 0; i < coll_tp_registry_count() && comm->ntp < COLL_COMM_MAX_TP; i++) {
+    size_t off = 0;
+    buf[0]     = '\0';
+    for (int i = 0; i < coll_tp_registry_count() && off < len; i++) {
+        const coll_transport_ops_t *t = coll_tp_registry_get(i);
+        if (t != NULL && (mask >> i) & 1u) {
+            off += (size_t)snprintf(buf + off, len - off, "%s%s", off ? "," : "", t->name);
+        }
+    }
+    if (buf[0] == '\0') {
+        coll_strlcpy(buf, "none", len);
+    }
+}
+
+/*
+ * Which transport reaches each peer: COLL_TRANSPORT restricts the candidates, and of those
+ * both ranks of a pair offer, the one that scores highest for the pair serves it. A
+ * transport's score depends on the two ranks' hosts alone, and the ranks exchange what they
+ * offer (a host without an HCA offers no ib), so both ranks of a pair pick the same one.
+ */
+static coll_result_t comm_pick_transports(coll_comm_t *comm, double deadline)
+{
+    const char   *want  = coll_param_str(COLL_P_TRANSPORT);
+    int           autom = want == NULL || want[0] == '\0' || strcmp(want, "auto") == 0;
+    uint32_t      mine  = 0, *offer;
+    coll_result_t st;
+    for (int i = 0; i < coll_tp_registry_count() && i < COLL_COMM_MAX_TP; i++) {
         const coll_transport_ops_t *t   = coll_tp_registry_get(i);
         const char                 *why = "";
         if (t == NULL) {
@@ -217,31 +240,43 @@ static coll_result_t comm_pick_transports(coll_comm_t *comm)
             coll_info(INIT, "transport %s not usable: %s", t->name, why);
             continue;
         }
+        comm->tp[comm->ntp].reg   = i;
         comm->tp[comm->ntp++].ops = t;
+        mine |= 1u << i;
     }
-    for (int p = 0; p < comm->nranks; p++) {
-        int best = -1, best_score = -1;
+    offer = coll_calloc((size_t)comm->nranks, sizeof(*offer), "transport offers");
+    if (offer == NULL) {
+        return COLL_ERR_NO_MEMORY;
+    }
+    st = coll_bootstrap_allgather(comm->bs, &mine, sizeof(mine), offer, deadline);
+    for (int p = 0; p < comm->nranks && st == COLL_OK; p++) {
+        int  best = -1, best_score = -1;
+        char here[64], there[64];
         comm->ep_tp[p] = -1;
         if (p == comm->rank) {
             continue;
         }
         for (int t = 0; t < comm->ntp; t++) {
             int score = comm->tp[t].ops->reachable(&comm->peers[comm->rank], &comm->peers[p]);
-            if (score > best_score) {
+            if ((offer[p] >> comm->tp[t].reg) & 1u && score > best_score) {
                 best       = t;
                 best_score = score;
             }
         }
         if (best < 0 || best_score < 0) {
-            return coll_set_last_error(
-                COLL_ERR_UNSUPPORTED,
-                "rank %d: no transport reaches rank %d on host %s (COLL_TRANSPORT=%s)", comm->rank,
-                p, comm->peers[p].hostname, want);
+            comm_tp_names(mine, here, sizeof(here));
+            comm_tp_names(offer[p], there, sizeof(there));
+            st = coll_set_last_error(COLL_ERR_UNSUPPORTED,
+                                     "rank %d: no transport reaches rank %d on host %s "
+                                     "(COLL_TRANSPORT=%s; offered here: %s, there: %s)",
+                                     comm->rank, p, comm->peers[p].hostname, want, here, there);
+            break;
         }
         comm->ep_tp[p] = (int8_t)best;
         comm->tp[best].npeers++;
     }
-    return COLL_OK;
+    coll_free(offer);
+    return st;
 }
 
 static coll_result_t comm_connect(coll_comm_t *comm, double deadline)
@@ -273,9 +308,9 @@ static coll_result_t comm_connect(coll_comm_t *comm, double deadline)
             continue;
         }
         COLL_CHECK_GOTO(comm->tp[t].ops->init(&ia, &comm->tp[t].ctx), st, out);
-        COLL_CHECK_GOTO(
-            comm->tp[t].ops->listen(comm->tp[t].ctx, mine + t * COLL_TP_HANDLE_MAX, &hlen), st,
-            out);
+        COLL_CHECK_GOTO(comm->tp[t].ops->listen(comm->tp[t].ctx,
+                                                mine + comm->tp[t].reg * COLL_TP_HANDLE_MAX, &hlen),
+                        st, out);
     }
     COLL_CHECK_GOTO(coll_bootstrap_allgather(comm->bs, mine, hsz, all, deadline), st, out);
     for (int t = 0; t < comm->ntp; t++) {
@@ -284,7 +319,7 @@ static coll_result_t comm_connect(coll_comm_t *comm, double deadline)
             continue;
         }
         for (int p = 0; p < comm->nranks; p++) {
-            handles[p] = all + (size_t)p * hsz + (size_t)t * COLL_TP_HANDLE_MAX;
+            handles[p] = all + (size_t)p * hsz + (size_t)comm->tp[t].reg * COLL_TP_HANDLE_MAX;
             if (comm->ep_tp[p] == t) {
                 peers[n++] = p;
             }
@@ -401,7 +436,7 @@ coll_result_t coll_comm_create(coll_comm_t **comm_p, int nranks, const coll_uniq
     COLL_CHECK_GOTO(coll_comm_agree_params(comm, deadline), st, err);
     COLL_CHECK_GOTO(comm_place(comm, deadline), st, err);
     comm_bind(comm);
-    COLL_CHECK_GOTO(comm_pick_transports(comm), st, err);
+    COLL_CHECK_GOTO(comm_pick_transports(comm, deadline), st, err);
     COLL_CHECK_GOTO(comm_connect(comm, deadline), st, err);
     COLL_CHECK_GOTO(coll_tune_init(comm, deadline), st, err);
     comm->last_progress = coll_time_s();

@@ -26,6 +26,7 @@ typedef struct coll_comm_tp {
     const coll_transport_ops_t *ops;
     coll_tp_ctx_t              *ctx; /* NULL if no peer uses it */
     int                         npeers;
+    int reg; /* its place in the registry: where its handle goes in the exchange (comm.c) */
 } coll_comm_tp_t;
 
 struct coll_comm {

@@ -621,10 +621,12 @@ const char *coll_param_name(coll_param_id_t id)
 uint64_t coll_param_digest(coll_param_id_t id)
 {
     const param_value_t *val = param_get(id);
-    uint64_t             x   = 0;
+    uint64_t             x   = 0, seed;
     if (val == NULL) {
         return 0;
     }
+    /* seeded by the name, not the row's number, which differs between builds */
+    seed = coll_hash_bytes(param_rows[id].name, strlen(param_rows[id].name), 0);
     switch (param_rows[id].type) {
     case PARAM_T_SIZE:
         x = (uint64_t)val->v.size;
@@ -635,13 +637,13 @@ uint64_t coll_param_digest(coll_param_id_t id)
     case PARAM_T_LIST:
     case PARAM_T_STRING: {
         const char *t = coll_param_str(id);
-        return coll_hash_bytes(t, strlen(t), (uint64_t)id);
+        return coll_hash_bytes(t, strlen(t), seed);
     }
     default:
         x = (uint64_t)val->v.i;
         break;
     }
-    return coll_hash64(x ^ coll_hash64((uint64_t)id + 1));
+    return coll_hash64(x ^ seed);
 }
 
 const char *coll_env_get(const char *name)

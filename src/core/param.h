@@ -31,7 +31,8 @@ int         coll_param_is_set(coll_param_id_t id); /* not from the default */
 
 /* "COLL_" NAME. */
 const char *coll_param_name(coll_param_id_t id);
-/* A digest of id's resolved value, not of its spelling: "1k" and "1024" give the same one. */
+/* A digest of id's resolved value, not of its spelling: "1k" and "1024" give the same one
+ * (strings and lists as written). */
 uint64_t coll_param_digest(coll_param_id_t id);
 
 /* Parsers shared with tools and tests: return 0 on success, -1 if text is malformed. */

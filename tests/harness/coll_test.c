@@ -261,6 +261,7 @@ int coll_test_run_ranks(const coll_test_opts_t *opts_in, coll_test_rank_fn_t fn,
     }
     free(pids);
     test_rmdir(dir);
+    test_dir = NULL;
     return failed;
 }
 

@@ -9,7 +9,9 @@
  *   (c) COLL_REDUCE_BW set on rank 0 to its default value: where it is set it replaces what
  *       the ranks measure together at creation, so being set counts, not the value alone;
  *   (d) COLL_SMALL_MAX 1k against 1024, and COLL_SPIN_TIME, COLL_DIRECT_PUSH, COLL_DEBUG
- *       different on each rank: created, and an all-reduce and an all-gather are right.
+ *       different on each rank: created, and an all-reduce and an all-gather (both on the
+ *       small-call slots over shm) are right;
+ *   (e) COLL_TRANSPORT=tcp on rank 1 of 3, auto on the others.
  * Without the check the three communicators of (a)-(c) are created and the ranks go on with
  * different rules; test_small (d) shows the call-time report that stays behind it for (a).
  */
@@ -47,6 +49,12 @@ static void env_c(int rank, int n)
     }
 }
 
+static void env_e(int rank, int n)
+{
+    (void)n;
+    setenv("COLL_TRANSPORT", rank == 1 ? "tcp" : "auto", 1);
+}
+
 static void env_d(int rank, int n)
 {
     static const char *const debug[] = {"warn", "error", "none", "info"};
@@ -81,20 +89,20 @@ static int agree_fails(int rank, int n, coll_comm_t *unused, void *arg)
 static int agree_works(int rank, int n, coll_comm_t *unused, void *arg)
 {
     coll_comm_t *comm = NULL;
-    float        x[300], y[300], g[600];
+    float        x[200], y[200], g[400];
     (void)unused;
     (void)arg;
 
     ASSERT_OK(coll_test_comm_create(coll_test_rendezvous_dir(), rank, n, &comm));
-    for (int i = 0; i < 300; i++) {
+    for (int i = 0; i < 200; i++) {
         x[i] = (float)(rank + 1) * (float)i;
     }
-    ASSERT_OK(coll_allreduce(x, y, 300, COLL_FLOAT32, COLL_SUM, comm));
-    ASSERT_OK(coll_allgather(x, g, 300, COLL_FLOAT32, comm));
-    for (int i = 0; i < 300; i++) {
+    ASSERT_OK(coll_allreduce(x, y, 200, COLL_FLOAT32, COLL_SUM, comm));
+    ASSERT_OK(coll_allgather(x, g, 200, COLL_FLOAT32, comm));
+    for (int i = 0; i < 200; i++) {
         ASSERT_EQ(y[i], 3.0f * (float)i);
         ASSERT_EQ(g[i], (float)i);
-        ASSERT_EQ(g[300 + i], 2.0f * (float)i);
+        ASSERT_EQ(g[200 + i], 2.0f * (float)i);
     }
     ASSERT_OK(coll_comm_destroy(comm));
     return 0;
@@ -118,17 +126,21 @@ int main(void)
                        "(and 1 more rank)", NULL}};
     agree_case_t c = {{"COLL_REDUCE_BW is \"8g\" on rank 0 but \"8g\" (default) on rank 1",
                        "or leave it unset", NULL}};
+    agree_case_t e = {{"COLL_TRANSPORT is \"auto\" on rank 0 but \"tcp\" on rank 1", NULL, NULL}};
     int          failed = 0;
 
     unsetenv("COLL_ALGO");
     unsetenv("COLL_SMALL_MAX");
     unsetenv("COLL_SMALL_AGRS_MAX");
     unsetenv("COLL_REDUCE_BW");
+    unsetenv("COLL_TRANSPORT");
+    setenv("COLL_CONF_FILE", "/dev/null", 1); /* the defaults, whatever ~/.coll.conf says */
     setenv("COLL_BOOTSTRAP_TIMEOUT", "20", 1);
     failed += agree_run("(a) COLL_SMALL_AGRS_MAX differs", 2, env_a, agree_fails, &a);
     failed += agree_run("(b) COLL_ALGO differs on two ranks", 4, env_b, agree_fails, &b);
     failed += agree_run("(c) COLL_REDUCE_BW set on one rank", 2, env_c, agree_fails, &c);
     failed += agree_run("(d) equal values, own parameters", 2, env_d, agree_works, NULL);
+    failed += agree_run("(e) COLL_TRANSPORT differs", 3, env_e, agree_fails, &e);
     printf("%s\n", failed ? "FAIL" : "PASS");
     return failed ? 1 : 0;
 }
