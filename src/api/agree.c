@@ -37,7 +37,8 @@ static const struct {
     coll_param_id_t id;
     int             set_counts; /* set, even to the default, is not the same as unset */
 } agree_rows[] = {
-    /* the transports: every rank must offer the same ones (comm.c picks one per pair) */
+    /* the transports a rank allows: windows and paths assume every rank allows the same ones
+     * (what a host can offer may differ: comm.c picks, for each pair, one both offer) */
     {COLL_P_TRANSPORT, 0},
     /* the ib transport's receive rings: rdma_cm's connection does not carry them */
     {COLL_P_IB_NQPS, 0},
@@ -75,7 +76,7 @@ static uint64_t agree_digest(int i)
     return agree_rows[i].set_counts && coll_param_is_set(agree_rows[i].id) ? coll_hash64(d) : d;
 }
 
-/* Row i's value as the message shows it: "32k (default)", "0". */
+/* Row i's value as the message shows it: "32k" (default), "0". */
 static void agree_text(int i, char *out)
 {
     coll_param_id_t id = agree_rows[i].id;
