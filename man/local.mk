@@ -115,6 +115,6 @@ man_MANS += man/man7/coll.7 man/man1/collinfo.1
 EXTRA_DIST += man/man7/coll.7.in man/man1/collinfo.1.in
 
 dist_check_SCRIPTS += tests/docs/check-man.sh tests/docs/check-params.sh \
-    tests/docs/check-symbols.sh tests/docs/check-errors.sh
+    tests/docs/check-symbols.sh tests/docs/check-errors.sh tests/docs/check-agree.sh
 TESTS += tests/docs/check-man.sh tests/docs/check-params.sh \
-    tests/docs/check-symbols.sh tests/docs/check-errors.sh
+    tests/docs/check-symbols.sh tests/docs/check-errors.sh tests/docs/check-agree.sh

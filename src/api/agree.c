@@ -5,7 +5,8 @@
  * or whether the ranks measure their links together at creation. Ranks that differ would wait
  * on each other in different protocols until the timeout, or take one another's messages for
  * something else; here they all fail at once with COLL_ERR_MISMATCH, and every rank's message
- * names the parameter, rank 0 and the first rank that differs, and both values.
+ * names the parameter, rank 0 and the first rank that differs, and both values. README.md and
+ * coll(7) list the rows too (tests/docs/check-agree.sh keeps the three alike).
  *
  * The common case is one bootstrap all-gather of a 64-bit digest per rank (of the values, not
  * their spelling: "1k" and "1024" agree; strings as written). Only when the digests differ:
