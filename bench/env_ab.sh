@@ -19,6 +19,7 @@ min=${6:-64K}
 max=${7:-256M}
 nranks=${8:-2}
 top=${top_builddir:-.}
+here=$(dirname "$0")
 raw=$(mktemp)
 trap 'rm -f "$raw"' EXIT
 for r in $(seq 1 "$rounds"); do
@@ -33,12 +34,10 @@ done
 printf '| collective | size (B) | %s=%s oop | %s=%s oop | ratio | %s=%s ip | %s=%s ip | ratio |\n' \
     "$var" "$va" "$var" "$vb" "$var" "$va" "$var" "$vb"
 printf '|---|---:|---:|---:|---:|---:|---:|---:|\n'
-sort -k1,1 -k3,3n "$raw" | awk -v va="$va" -v vb="$vb" '
-function med(s,   a, n, t, i, j) { n = split(s, a, " ");
-    for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
-    return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
+awk -v va="$va" -v vb="$vb" -f "$here/median.awk" -f /dev/stdin "$raw" <<'AWK' |
 { k = $1 " " $3; keys[k] = 1; o[k, $2] = o[k, $2] " " $4; i[k, $2] = i[k, $2] " " $5 }
 END { for (k in keys) { split(k, p, " ");
-        a = med(o[k, va]); b = med(o[k, vb]); c = med(i[k, va]); d = med(i[k, vb]);
-        printf "| %s | %d | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |\n", p[1], p[2], a, b, b / a, c, d, d / c } }' |
+        a = median(o[k, va]); b = median(o[k, vb]); c = median(i[k, va]); d = median(i[k, vb]);
+        printf "| %s | %d | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |\n", p[1], p[2], a, b, b / a, c, d, d / c } }
+AWK
     sort -t'|' -k2,2 -k3,3n

@@ -17,6 +17,7 @@ counts=${2:-"2 4 8"}
 iters=${3:-20000}
 colls=${4:-"allreduce allgather reduce_scatter"}
 top=${top_builddir:-.}
+here=$(dirname "$0")
 raw=$(mktemp)
 trap 'rm -f "$raw"' EXIT
 for r in $(seq 1 "$rounds"); do
@@ -38,11 +39,8 @@ for r in $(seq 1 "$rounds"); do
 done
 printf '| collective | ranks | size (B) | without the slots (us) | small-call slots (us) | speed-up |\n'
 printf '|---|---:|---:|---:|---:|---:|\n'
-awk '
-function med(s,   a, n, t, i, j) { n = split(s, a, " ");
-    for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
-    return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
+awk -f "$here/median.awk" -f /dev/stdin "$raw" <<'AWK' | sort -t'|' -k2,2 -k3,3n -k4,4n
 { k = $1 " " $2 " " $4; keys[k] = 1; t[k, $3] = t[k, $3] " " $5 }
-END { for (k in keys) { split(k, p, " "); a = med(t[k, "off"]); b = med(t[k, "on"]);
-        printf "| %s | %d | %d | %.2f | %.2f | %.2f |\n", p[1], p[2], p[3], a, b, a / b } }' "$raw" |
-    sort -t'|' -k2,2 -k3,3n -k4,4n
+END { for (k in keys) { split(k, p, " "); a = median(t[k, "off"]); b = median(t[k, "on"]);
+        printf "| %s | %d | %d | %.2f | %.2f | %.2f |\n", p[1], p[2], p[3], a, b, a / b } }
+AWK
