@@ -44,7 +44,7 @@ _Static_assert(ATOMIC_INT_LOCK_FREE == 2, "shm transport needs lock-free 32-bit 
 /* The window control block in front of the two halves holds the flags and the two small-call
  * slots of COLL_TP_SMALL_MAX bytes: 18 pages (asserted below). */
 #define SHM_WIN_CTRL_SIZE 73728u
-#define SHM_WIN_ALIGN     4096u  /* window halves are whole pages */
+#define SHM_WIN_ALIGN     4096u /* window halves are whole pages */
 #define SHM_WIN_MAX       ((uint64_t)1 << 30)
 #define SHM_WIN_SMALL     (1u << 20) /* the default window where /dev/shm is small */
 
