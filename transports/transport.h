@@ -23,7 +23,7 @@
 #include "coll.h"
 #include "auth.h"
 
-#define COLL_TRANSPORT_ABI   6   /* bump on any incompatible change of this header */
+#define COLL_TRANSPORT_ABI   5   /* bump on any incompatible change of this header */
 #define COLL_TP_HANDLE_MAX   256 /* bytes of a listen handle exchanged through bootstrap */
 #define COLL_TP_HOSTNAME_MAX 64
 #define COLL_TP_WIN_SLOTS    256   /* flag slots per window half that win_* transports offer */
@@ -47,8 +47,6 @@ typedef struct coll_peer_info {
     int      rank;
     int      pid;
     uint64_t host_hash;                      /* equal on one host (or same COLL_HOSTID) */
-    uint64_t params_digest;                  /* what every rank must set alike (api/agree.c) */
-    uint32_t tp_offer;                       /* registry places of the transports it offers */
     char     hostname[COLL_TP_HOSTNAME_MAX]; /* for messages only */
 } coll_peer_info_t;
 

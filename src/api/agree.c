@@ -8,9 +8,8 @@
  * names the parameter, rank 0 and the first rank that differs, and both values. README.md and
  * coll(7) list the rows too (tests/docs/check-agree.sh keeps the three alike).
  *
- * The common case costs no exchange of its own: a 64-bit digest of the values (not their
- * spelling: "1k" and "1024" agree; strings as written) travels in the peer information that
- * every rank publishes at creation (coll_peer_info_t). Only when the digests differ:
+ * The common case is one bootstrap all-gather of a 64-bit digest per rank (of the values, not
+ * their spelling: "1k" and "1024" agree; strings as written). Only when the digests differ:
  * a second all-gather of each row's digest, which names the row and the rank, and a third of
  * that row's text, for the message. Every rank sees the same answers, so all decide alike.
  *
@@ -176,21 +175,23 @@ static coll_result_t agree_report(coll_comm_t *comm, double deadline)
     return coll_set_last_error(COLL_ERR_MISMATCH, "rank %d: %s", comm->rank, msg);
 }
 
-uint64_t coll_comm_params_digest(void)
-{
-    uint64_t d = 0;
-    for (int i = 0; i < AGREE_NROWS; i++) {
-        d = coll_hash64(d ^ agree_digest(i));
-    }
-    return d;
-}
-
 coll_result_t coll_comm_agree_params(coll_comm_t *comm, double deadline)
 {
-    for (int r = 0; r < comm->nranks; r++) {
-        if (comm->peers[r].params_digest != comm->peers[comm->rank].params_digest) {
-            return agree_report(comm, deadline);
-        }
+    uint64_t      mine  = 0, *all;
+    int           alike = 1;
+    coll_result_t st;
+
+    for (int i = 0; i < AGREE_NROWS; i++) {
+        mine = coll_hash64(mine ^ agree_digest(i));
     }
-    return COLL_OK;
+    all = coll_calloc((size_t)comm->nranks, sizeof(*all), "parameter digests");
+    if (all == NULL) {
+        return COLL_ERR_NO_MEMORY;
+    }
+    st = coll_bootstrap_allgather(comm->bs, &mine, sizeof(mine), all, deadline);
+    for (int r = 0; r < comm->nranks && st == COLL_OK; r++) {
+        alike &= all[r] == mine;
+    }
+    coll_free(all);
+    return st != COLL_OK || alike ? st : agree_report(comm, deadline);
 }

@@ -215,13 +215,18 @@ static void comm_tp_names(uint32_t mask, char *buf, size_t len)
     }
 }
 
-/* The transports this rank offers: those COLL_TRANSPORT allows that are usable here, into
- * comm->tp; returns their registry places as a mask (published in coll_peer_info_t). */
-static uint32_t comm_offer_transports(coll_comm_t *comm)
+/*
+ * Which transport reaches each peer: COLL_TRANSPORT restricts the candidates, and of those
+ * both ranks of a pair offer, the one that scores highest for the pair serves it. A
+ * transport's score depends on the two ranks' hosts alone, and the ranks exchange what they
+ * offer (a host without an HCA offers no ib), so both ranks of a pair pick the same one.
+ */
+static coll_result_t comm_pick_transports(coll_comm_t *comm, double deadline)
 {
-    const char *want  = coll_param_str(COLL_P_TRANSPORT);
-    int         autom = want == NULL || want[0] == '\0' || strcmp(want, "auto") == 0;
-    uint32_t    mine  = 0;
+    const char   *want  = coll_param_str(COLL_P_TRANSPORT);
+    int           autom = want == NULL || want[0] == '\0' || strcmp(want, "auto") == 0;
+    uint32_t      mine  = 0, *offer;
+    coll_result_t st;
     for (int i = 0; i < coll_tp_registry_count() && i < COLL_COMM_MAX_TP; i++) {
         const coll_transport_ops_t *t   = coll_tp_registry_get(i);
         const char                 *why = "";
@@ -239,19 +244,12 @@ static uint32_t comm_offer_transports(coll_comm_t *comm)
         comm->tp[comm->ntp++].ops = t;
         mine |= 1u << i;
     }
-    return mine;
-}
-
-/*
- * Which transport reaches each peer: of those both ranks of a pair offer, the one that scores
- * highest for the pair serves it. A transport's score depends on the two ranks' hosts alone,
- * and every rank knows what each offers (a host without an HCA offers no ib), so both ranks of
- * a pair pick the same one.
- */
-static coll_result_t comm_pick_transports(coll_comm_t *comm)
-{
-    uint32_t mine = comm->peers[comm->rank].tp_offer;
-    for (int p = 0; p < comm->nranks; p++) {
+    offer = coll_calloc((size_t)comm->nranks, sizeof(*offer), "transport offers");
+    if (offer == NULL) {
+        return COLL_ERR_NO_MEMORY;
+    }
+    st = coll_bootstrap_allgather(comm->bs, &mine, sizeof(mine), offer, deadline);
+    for (int p = 0; p < comm->nranks && st == COLL_OK; p++) {
         int  best = -1, best_score = -1;
         char here[64], there[64];
         comm->ep_tp[p] = -1;
@@ -260,24 +258,25 @@ static coll_result_t comm_pick_transports(coll_comm_t *comm)
         }
         for (int t = 0; t < comm->ntp; t++) {
             int score = comm->tp[t].ops->reachable(&comm->peers[comm->rank], &comm->peers[p]);
-            if ((comm->peers[p].tp_offer >> comm->tp[t].reg) & 1u && score > best_score) {
+            if ((offer[p] >> comm->tp[t].reg) & 1u && score > best_score) {
                 best       = t;
                 best_score = score;
             }
         }
         if (best < 0 || best_score < 0) {
             comm_tp_names(mine, here, sizeof(here));
-            comm_tp_names(comm->peers[p].tp_offer, there, sizeof(there));
-            return coll_set_last_error(COLL_ERR_UNSUPPORTED,
-                                       "rank %d: no transport reaches rank %d on host %s "
-                                       "(COLL_TRANSPORT=%s; offered here: %s, there: %s)",
-                                       comm->rank, p, comm->peers[p].hostname,
-                                       coll_param_str(COLL_P_TRANSPORT), here, there);
+            comm_tp_names(offer[p], there, sizeof(there));
+            st = coll_set_last_error(COLL_ERR_UNSUPPORTED,
+                                     "rank %d: no transport reaches rank %d on host %s "
+                                     "(COLL_TRANSPORT=%s; offered here: %s, there: %s)",
+                                     comm->rank, p, comm->peers[p].hostname, want, here, there);
+            break;
         }
         comm->ep_tp[p] = (int8_t)best;
         comm->tp[best].npeers++;
     }
-    return COLL_OK;
+    coll_free(offer);
+    return st;
 }
 
 static coll_result_t comm_connect(coll_comm_t *comm, double deadline)
@@ -429,13 +428,7 @@ coll_result_t coll_comm_create(coll_comm_t **comm_p, int nranks, const coll_uniq
     coll_log_clear_last_error();
     COLL_CHECK(comm_alloc(&comm, nranks, rank, config));
     COLL_CHECK_GOTO(coll_bootstrap_connect(id, rank, nranks, deadline, &comm->bs), st, err);
-    coll_peer_info_t self;
-    memset(&self, 0, sizeof(self)); /* sent whole, padding included */
-    self.rank          = rank;
-    self.pid           = (int)getpid();
-    self.host_hash     = coll_host_hash();
-    self.params_digest = coll_comm_params_digest();
-    self.tp_offer      = comm_offer_transports(comm);
+    coll_peer_info_t self = {.rank = rank, .pid = (int)getpid(), .host_hash = coll_host_hash()};
     coll_strlcpy(self.hostname, coll_hostname(), sizeof(self.hostname));
     COLL_CHECK_GOTO(coll_bootstrap_allgather(comm->bs, &self, sizeof(self), comm->peers, deadline),
                     st, err);
@@ -443,7 +436,7 @@ coll_result_t coll_comm_create(coll_comm_t **comm_p, int nranks, const coll_uniq
     COLL_CHECK_GOTO(coll_comm_agree_params(comm, deadline), st, err);
     COLL_CHECK_GOTO(comm_place(comm, deadline), st, err);
     comm_bind(comm);
-    COLL_CHECK_GOTO(comm_pick_transports(comm), st, err);
+    COLL_CHECK_GOTO(comm_pick_transports(comm, deadline), st, err);
     COLL_CHECK_GOTO(comm_connect(comm, deadline), st, err);
     COLL_CHECK_GOTO(coll_tune_init(comm, deadline), st, err);
     comm->last_progress = coll_time_s();

@@ -120,10 +120,8 @@ coll_result_t coll_comm_fail_logged(coll_comm_t *comm, coll_result_t st, const c
 /* This rank's coll_comm_abort as the communicator's error, unless it has one (lock held). */
 void coll_comm_abort_record(coll_comm_t *comm);
 
-/* agree.c: this process' digest of the parameters every rank must set alike (it travels in
- * coll_peer_info_t); after the peers' information is in, COLL_ERR_MISMATCH on every rank when
- * the digests differ (the message names the parameter, two ranks and their values). */
-uint64_t      coll_comm_params_digest(void);
+/* agree.c: at creation, COLL_ERR_MISMATCH on every rank when the ranks set a parameter that
+ * chooses a call's path differently (the message names it, two ranks and their values). */
 coll_result_t coll_comm_agree_params(coll_comm_t *comm, double deadline);
 
 /* comm.c: create from a unique id (used by init and split). */
