@@ -317,13 +317,20 @@ static void diag_exchange(coll_comm_t *comm, const char *msg, coll_result_t alon
 
 void coll_diag_timeout(coll_comm_t *comm, coll_task_t *req)
 {
-    char desc[128], msg[sizeof(comm->last_error)];
+    char desc[128], moved[64] = "", msg[sizeof(comm->last_error)];
     int  peer = req != NULL ? coll_engine_waiting_peer(req) : comm->small_waiting;
 
     coll_diag_describe(req != NULL ? &req->args : &comm->small_args, desc, sizeof(desc));
+    if (req != NULL && comm->last_progress - req->t_start >= 0.01) {
+        /* a call that moved for a while before it stalled (a sender filling a stopped peer's
+         * socket buffers) is told apart from one stuck from its start */
+        snprintf(moved, sizeof(moved), " after moving for %.2f s",
+                 comm->last_progress - req->t_start);
+    }
     snprintf(msg, sizeof(msg),
-             "rank %d: %s op #%u made no progress for %.1f s (COLL_TIMEOUT); waiting on rank %d",
-             comm->rank, desc, req != NULL ? req->seq : comm->small_seq, comm->timeout_s, peer);
+             "rank %d: %s op #%u made no progress for %.1f s (COLL_TIMEOUT)%s; waiting on rank %d",
+             comm->rank, desc, req != NULL ? req->seq : comm->small_seq, comm->timeout_s, moved,
+             peer);
     diag_exchange(comm, msg, COLL_ERR_TIMEOUT, " (every rank is in this call)");
 }
 

@@ -300,7 +300,7 @@ static coll_result_t engine_start(coll_comm_t *comm, const coll_args_t *args, co
         comm->active->prev = req;
     }
     comm->active        = req;
-    comm->last_progress = coll_time_s();
+    comm->last_progress = req->t_start;
     coll_task_progress(req);
     if (req->status < 0) {
         engine_report_failure(comm, req);

@@ -4,8 +4,8 @@
 # collective x algorithm x transport x rank count x victim, run under collrun with
 # COLL_TIMEOUT=2. Every trial must end without a hang (collrun's --timeout) and without a crash
 # (every rank but a killed victim leaves its result line), survivors must report an error
-# naming the cause within COLL_TIMEOUT + 1 s of the fault (or of their last call that returned
-# after it), and faults that must not disturb the job (garbage on every port) must leave every
+# naming the cause within COLL_TIMEOUT + 1 s of the fault (or of when they last moved after it: a
+# call that returned, the last step of the call that timed out), and faults that must not disturb the job (garbage on every port) must leave every
 # result correct.
 #   usage: check-faults.sh [TRIALS] [KIND...]   (kinds: kill stop close corrupt garbage shmfull args)
 set -u
@@ -53,6 +53,11 @@ fail() {
         echo "  rank $r: $(cat "$trial_dir/rank-$r" 2>/dev/null || echo '(nothing)')"
     done
     tail -8 "$trial_dir/out" 2>/dev/null | sed 's/^/  out: /'
+    if [ -s "$trial_dir/stacks" ]; then
+        # the pending-operation dumps that SIGUSR1 asked for went to out, before collrun's end
+        grep -v '^collrun:' "$trial_dir/out" | tail -40 | sed 's/^/  out: /'
+        head -150 "$trial_dir/stacks" | sed 's/^/  stacks: /'
+    fi
 }
 
 # A stopped victim never exits by itself: once every survivor has written its line (or the job
@@ -65,17 +70,49 @@ kill_victim() { # dir: the victim that wrote its pid there, if it still runs
     fi
 }
 
-end_stopped_victim() { # dir nranks victim collrun-pid
-    local d=$1 n=$2 victim=$3 job=$4 r have pass
+# What every rank of a job that is about to hang is doing, once, into DIR/stacks: its state and
+# kernel wait channel, the libcoll pending-operation dump (SIGUSR1, written by a rank that still
+# passes through its wait loop) and, where gdb is installed, every thread's stack. A hang seen
+# once in a suite run can then be read instead of guessed at.
+dump_ranks() { # dir
+    local d=$1 pid
+    for pid in $(pgrep -f "fault_rank .*--dir $d\$" 2>/dev/null); do
+        {
+            echo "== pid $pid: $(awk '{ print "state", $3 }' "/proc/$pid/stat" 2>/dev/null)" \
+                "wchan $(cat "/proc/$pid/wchan" 2>/dev/null)" \
+                "args: $(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -o -- '--victim [0-9]*')"
+            for t in /proc/"$pid"/task/*; do
+                echo "   task ${t##*/}: $(awk '{ print $3 }' "$t/stat" 2>/dev/null)" \
+                    "wchan $(cat "$t/wchan" 2>/dev/null) syscall $(cut -d' ' -f1 "$t/syscall" 2>/dev/null)"
+            done
+            if command -v gdb >/dev/null; then
+                timeout 20 gdb -p "$pid" -batch -ex "thread apply all bt" 2>/dev/null | grep -E '^(#|Thread)'
+            fi
+        } >>"$d/stacks" 2>&1
+        kill -USR1 "$pid" 2>/dev/null
+    done
+}
+
+# Waits for the job. A stopped victim never exits by itself: once every survivor has written its
+# line (or the job has ended), it is killed, so that a trial need not wait out collrun's grace.
+# A job still running 45 s in (collrun's --timeout is 60) has its ranks described (dump_ranks).
+watch_job() { # dir nranks victim collrun-pid kind
+    local d=$1 n=$2 victim=$3 job=$4 kind=$5 r have pass dumped=0
     for ((pass = 0; pass < 700; pass++)); do # 70 s at most, beyond collrun's own --timeout
         kill -0 "$job" 2>/dev/null || return
-        have=0
-        for ((r = 0; r < n; r++)); do
-            [ $r = "$victim" ] || [ ! -s "$d/rank-$r" ] || have=$((have + 1))
-        done
-        if [ $have = $((n - 1)) ]; then
-            kill_victim "$d"
-            return
+        if [ "$kind" = stop ]; then
+            have=0
+            for ((r = 0; r < n; r++)); do
+                [ $r = "$victim" ] || [ ! -s "$d/rank-$r" ] || have=$((have + 1))
+            done
+            if [ $have = $((n - 1)) ]; then
+                kill_victim "$d"
+                return
+            fi
+        fi
+        if [ $dumped = 0 ] && [ $pass -ge 450 ]; then
+            dump_ranks "$d"
+            dumped=1
         fi
         sleep 0.1
     done
@@ -115,7 +152,7 @@ trial() { # kind index
         local job=$!
         # a background job ignores SIGINT: an interrupt of the suite ends the job through collrun
         trap 'kill -TERM "$job" 2>/dev/null; kill_victim "$d"; wait "$job"; exit 130' INT TERM
-        [ "$kind" = stop ] && end_stopped_victim "$d" "$n" "$victim" "$job"
+        watch_job "$d" "$n" "$victim" "$job" "$kind"
         wait "$job"
         rc=$?
         trap - INT TERM
@@ -160,12 +197,13 @@ trial() { # kind index
         # a wrong result is reported as -10; only junk written inside a TCP payload (which has
         # no checksum) may cause one, and the stream's framing then fails too
         [ "$code" = -10 ] && [ "$kind" != corrupt ] && { fail "$desc: rank $r computed a wrong result"; return; }
-        # within COLL_TIMEOUT + 1 s of the fault, or of the rank's last call that returned when
-        # the fault left it free to go on (a reduce's senders over TCP fill a stopped root's
-        # sockets before they wait; on a loaded machine that takes seconds)
+        # within COLL_TIMEOUT + 1 s of the fault, or of when the fault left the rank free to go
+        # on: its last call that returned, or the last step of the call that timed out (a
+        # reduce's senders over TCP fill a stopped root's sockets before they wait; on a loaded
+        # machine that takes seconds)
         if [ -n "$fault_t" ] && late=$(awk -v t="$t" -v f="$fault_t" -v k="$last" -v l=$((timeout_s + 1)) \
             'BEGIN { if (k > f) f = k; printf "%.2f", t - f; exit !(t - f > l) }'); then
-            fail "$desc: rank $r reported $late s after the fault or its last call that returned after it (limit $((timeout_s + 1)) s): $msg"
+            fail "$desc: rank $r reported $late s after the fault or its last move after it (limit $((timeout_s + 1)) s): $msg"
             return
         fi
         if [ "$kind" = kill ] && [[ $msg != *"rank $victim"* ]]; then

@@ -11,8 +11,9 @@
  *            must be unaffected
  *   none     no fault (also used under a full /dev/shm, where coll_init must fail cleanly)
  * Then every rank joins one closing all-reduce. Each rank writes one line to DIR/rank-R: "ok", or
- * "error CODE T L MESSAGE" (T = wall-clock seconds when the error was returned, L = when its
- * last call before it returned, 0 if none), or "init-error ...";
+ * "error CODE T L MESSAGE" (T = wall-clock seconds when the error was returned, L = when it last
+ * moved: its last call before it that returned, or the last step of the call that timed out, 0 if
+ * neither), or "init-error ...";
  * the victim writes DIR/fault with the time of injection (and, for kill and stop, its pid: the
  * suite ends a stopped victim once every survivor has written its line). Exit: 0 ok, 3 error
  * reported.
@@ -201,12 +202,15 @@ static void *fault_thread(void *arg)
 
 /* ---- the collectives ---- */
 
+static double call_wall; /* when the last collective was called */
+
 static coll_result_t run_one(coll_comm_t *c, float *a, float *b, int it)
 {
     size_t n = o.count, per = n / (size_t)o.nranks;
     for (size_t i = 0; i < n; i++) {
         a[i] = (float)((o.rank + 1) * ((int)i % 7 + it));
     }
+    call_wall               = wall();
     float         sum_ranks = (float)(o.nranks * (o.nranks + 1) / 2);
     coll_result_t st;
     if (strcmp(o.coll, "allreduce") == 0) {
@@ -324,7 +328,15 @@ int main(int argc, char **argv)
         }
     }
     if (st != COLL_OK) {
-        const char *msg = st == COLL_ERR_INTERNAL ? "wrong result" : coll_comm_last_error(comm);
+        const char *msg   = st == COLL_ERR_INTERNAL ? "wrong result" : coll_comm_last_error(comm);
+        const char *moved = strstr(msg, " after moving for ");
+        double      secs  = 0.0;
+        /* a timed-out call that moved for a while (a reduce's sender filling a stopped root's
+         * socket buffers) last moved that long after it was called, no earlier */
+        if (moved != NULL && sscanf(moved, " after moving for %lf", &secs) == 1 &&
+            call_wall + secs > last_ok) {
+            last_ok = call_wall + secs;
+        }
         put_line(name, "error %d %.6f %.6f %s", (int)st, wall(), last_ok, msg);
         coll_comm_abort(comm); /* tell the others, then leave as an application would */
         _exit(3);
