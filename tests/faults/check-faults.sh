@@ -54,8 +54,6 @@ fail() {
     done
     tail -8 "$trial_dir/out" 2>/dev/null | sed 's/^/  out: /'
     if [ -s "$trial_dir/stacks" ]; then
-        # the pending-operation dumps that SIGUSR1 asked for went to out, before collrun's end
-        grep -v '^collrun:' "$trial_dir/out" | tail -40 | sed 's/^/  out: /'
         head -150 "$trial_dir/stacks" | sed 's/^/  stacks: /'
     fi
 }
@@ -70,12 +68,18 @@ kill_victim() { # dir: the victim that wrote its pid there, if it still runs
     fi
 }
 
-# What every rank of a job that is about to hang is doing, once, into DIR/stacks: its state and
-# kernel wait channel, the libcoll pending-operation dump (SIGUSR1, written by a rank that still
-# passes through its wait loop) and, where gdb is installed, every thread's stack. A hang seen
-# once in a suite run can then be read instead of guessed at.
+# What every process of a job that is about to hang is doing, once, into DIR/stacks: its state
+# (a stopped or frozen survivor shows as T or D), each thread's kernel wait channel and system
+# call and, where gdb is installed, every thread's stack. A hang seen once in a suite run can
+# then be read instead of guessed at. (libcoll's SIGUSR1 dump logs at warning level, which the
+# trials' COLL_DEBUG=error hides.)
 dump_ranks() { # dir
     local d=$1 pid
+    {
+        echo "== host: load $(cut -d' ' -f1-3 /proc/loadavg)," \
+            "$(grep MemAvailable /proc/meminfo | tr -s ' ')," \
+            "pressure: $(for r in cpu memory io; do printf '%s %s; ' $r "$(head -1 /proc/pressure/$r 2>/dev/null)"; done)"
+    } >>"$d/stacks" 2>&1
     for pid in $(pgrep -f "fault_rank .*--dir $d\$" 2>/dev/null); do
         {
             echo "== pid $pid: $(awk '{ print "state", $3 }' "/proc/$pid/stat" 2>/dev/null)" \
@@ -89,7 +93,6 @@ dump_ranks() { # dir
                 timeout 20 gdb -p "$pid" -batch -ex "thread apply all bt" 2>/dev/null | grep -E '^(#|Thread)'
             fi
         } >>"$d/stacks" 2>&1
-        kill -USR1 "$pid" 2>/dev/null
     done
 }
 
