@@ -7,7 +7,8 @@
 # rank, garbage on the bootstrap port), each with the QPs connected by rdma_cm and by the
 # bootstrap path (COLL_IB_CM), plus gid_error: a GID index the port does not have must stop
 # communicator creation with an error naming COLL_IB_GID_INDEX, the device and its GID count,
-# and gdr_probe: each rank's GPUDirect RDMA decision and its reason (rxe has none);
+# gdr_probe: each rank's GPUDirect RDMA decision and its reason (rxe has none), and mixed_offer:
+# hosts that offer different transports (one rank without ib) pair up on what both offer;
 # then (RDMA_TWO_NODE=1, the default) two VMs wired together run one rank each with either
 # connection manager (tests/rdma/two_node.sh), so packets cross between two GIDs.
 # Prints one line per run; exits 1 on a failure, 77 when the VM cannot be had here (qemu or
@@ -33,11 +34,11 @@ for p in qemu-system-x86_64 busybox cpio; do
 done
 cms=${RDMA_CMS:-"rdmacm bootstrap"}
 grep -q "define HAVE_RDMACM 1" "$top/config.h" || cms=$(echo "$cms" | sed 's/rdmacm//')
-names=${RDMA_TESTS:-"test_allreduce test_reduce_scatter test_allgather test_broadcast test_reduce test_alltoall test_p2p test_failures test_failures+rndv test_p2p+gdrhost test_allgather+gdrhost test_broadcast+gdrhost test_alltoall+gdrhost gid_error gdr_probe ucx/test_p2p ucx/test_alltoall ucx/test_broadcast ucx/test_allgather ucx/test_failures"}
+names=${RDMA_TESTS:-"test_allreduce test_reduce_scatter test_allgather test_broadcast test_reduce test_alltoall test_p2p test_failures test_failures+rndv test_p2p+gdrhost test_allgather+gdrhost test_broadcast+gdrhost test_alltoall+gdrhost gid_error gdr_probe mixed_offer ucx/test_p2p ucx/test_alltoall ucx/test_broadcast ucx/test_allgather ucx/test_failures"}
 tests=
 for t in $names; do
     case $t in
-    gid_error | gdr_probe) tests="$tests $t" ;;
+    gid_error | gdr_probe | mixed_offer) tests="$tests $t" ;;
     ucx/*) grep -q "define HAVE_UCX 1" "$top/config.h" && tests="$tests $t" ;;
     *@rdmacm) case $cms in *rdmacm*) tests="$tests $t" ;; esac ;;
     *@*) tests="$tests $t" ;;
@@ -56,7 +57,7 @@ fail=0
 for t in $tests; do
     s=\$(date +%s)
     log=$work/\$(echo \$t | tr / -).log
-    if [ \$t = gid_error ] || [ \$t = gdr_probe ]; then
+    if [ \$t = gid_error ] || [ \$t = gdr_probe ] || [ \$t = mixed_offer ]; then
         sh "$src/tests/rdma/\$t.sh" > \$log 2>&1
     elif [ "\${t#ucx/}" != \$t ]; then # UCX's rc_verbs on rxe0 (its tcp only for wireup)
         UCX_TLS=rc_verbs,tcp,self UCX_NET_DEVICES=rxe0:1,eth0 UCX_LOG_LEVEL=fatal \\
