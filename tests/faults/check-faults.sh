@@ -5,8 +5,8 @@
 # COLL_TIMEOUT=2. Every trial must end without a hang (collrun's --timeout) and without a crash
 # (every rank but a killed victim leaves its result line), survivors must report an error
 # naming the cause within COLL_TIMEOUT + 1 s of the fault (or of when they last moved after it: a
-# call that returned, the last step of the call that timed out), and faults that must not disturb the job (garbage on every port) must leave every
-# result correct.
+# call that returned, the last step of the call that timed out), and faults that must not
+# disturb the job (garbage on every port) must leave every result correct.
 #   usage: check-faults.sh [TRIALS] [KIND...]   (kinds: kill stop close corrupt garbage shmfull args)
 set -u
 here=$(cd "$(dirname "$0")" && pwd)

@@ -210,9 +210,9 @@ static coll_result_t run_one(coll_comm_t *c, float *a, float *b, int it)
     for (size_t i = 0; i < n; i++) {
         a[i] = (float)((o.rank + 1) * ((int)i % 7 + it));
     }
-    call_wall               = wall();
     float         sum_ranks = (float)(o.nranks * (o.nranks + 1) / 2);
     coll_result_t st;
+    call_wall = wall();
     if (strcmp(o.coll, "allreduce") == 0) {
         st = coll_allreduce(a, b, n, COLL_FLOAT32, COLL_SUM, c);
         for (size_t i = 0; st == COLL_OK && i < n; i++) {
@@ -322,7 +322,8 @@ int main(int argc, char **argv)
      * victim (a reduce's sender) must learn of the fault here at the latest */
     if (st == COLL_OK) {
         int one = 1, all = 0;
-        st = coll_allreduce(&one, &all, 1, COLL_INT32, COLL_SUM, comm);
+        call_wall = wall();
+        st        = coll_allreduce(&one, &all, 1, COLL_INT32, COLL_SUM, comm);
         if (st == COLL_OK && all != o.nranks) {
             st = COLL_ERR_INTERNAL;
         }
