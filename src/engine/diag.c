@@ -317,15 +317,15 @@ static void diag_exchange(coll_comm_t *comm, const char *msg, coll_result_t alon
 
 void coll_diag_timeout(coll_comm_t *comm, coll_task_t *req)
 {
-    char desc[128], moved[64] = "", msg[sizeof(comm->last_error)];
-    int  peer = req != NULL ? coll_engine_waiting_peer(req) : comm->small_waiting;
+    char   desc[128], moved[64] = "", msg[sizeof(comm->last_error)];
+    int    peer    = req != NULL ? coll_engine_waiting_peer(req) : comm->small_waiting;
+    double moved_s = req != NULL ? comm->last_progress - req->t_start : 0.0;
 
     coll_diag_describe(req != NULL ? &req->args : &comm->small_args, desc, sizeof(desc));
-    if (req != NULL && comm->last_progress - req->t_start >= 0.01) {
+    if (moved_s >= 0.01) {
         /* a call that moved for a while before it stalled (a sender filling a stopped peer's
          * socket buffers) is told apart from one stuck from its start */
-        snprintf(moved, sizeof(moved), " after moving for %.2f s",
-                 comm->last_progress - req->t_start);
+        snprintf(moved, sizeof(moved), " after moving for %.2f s", moved_s);
     }
     snprintf(msg, sizeof(msg),
              "rank %d: %s op #%u made no progress for %.1f s (COLL_TIMEOUT)%s; waiting on rank %d",

@@ -58,8 +58,6 @@ fail() {
     fi
 }
 
-# A stopped victim never exits by itself: once every survivor has written its line (or the job
-# has ended), it is killed, so that a trial need not wait out collrun's grace.
 kill_victim() { # dir: the victim that wrote its pid there, if it still runs
     local pid
     pid=$(awk '$2 == "pid" { print $3 }' "$1/fault" 2>/dev/null)
