@@ -275,12 +275,12 @@ static coll_result_t compress_dense_start(coll_compress_t *c, const float *grad,
     }
     compress_accumulate(c, grad);
     memcpy(c->dense_send, c->residual, bytes);
-    memset(c->residual, 0, bytes);
     st = coll_iallreduce(c->dense_send, c->out, c->count, COLL_FLOAT32, COLL_AVG, c->comm, &c->req);
-    if (st != COLL_OK) {
+    if (st != COLL_OK) { /* the residual keeps what was not sent */
         return compress_error(st, fn, "dense warm-up all-reduce: %s",
                               coll_comm_last_error(c->comm));
     }
+    memset(c->residual, 0, bytes);
     c->stats.dense         = 1;
     c->stats.sent          = c->count;
     c->stats.payload_bytes = bytes;
@@ -351,7 +351,8 @@ COLL_API coll_result_t coll_compress_wait(coll_compress_t *c)
         st = coll_compress_onebit_finish(c);
         break;
     }
-    c->phase = COMPRESS_IDLE;
+    c->phase      = COMPRESS_IDLE;
+    c->sent_valid = st == COLL_OK;
     if (st == COLL_OK) {
         c->stats.steps++;
         c->stats.total_wire_bytes += c->stats.wire_bytes;
@@ -421,9 +422,10 @@ COLL_API coll_result_t coll_compress_sent(const coll_compress_t *c, float *sent)
     if (c == NULL || sent == NULL) {
         return compress_error(COLL_ERR_INVALID_ARG, fn, "%s is NULL", c == NULL ? "c" : "sent");
     }
-    if (c->phase != COMPRESS_IDLE || c->stats.steps == 0) {
+    if (c->phase != COMPRESS_IDLE || !c->sent_valid) {
         return compress_error(COLL_ERR_INVALID_USAGE, fn,
-                              "no completed step to report (a step is in flight or none ran)");
+                              "no completed step to report (a step is in flight, none ran since "
+                              "creation or coll_compress_set_state, or the last one failed)");
     }
     if (c->stats.dense) {
         memcpy(sent, c->dense_send, c->count * sizeof(float));
@@ -535,5 +537,6 @@ COLL_API coll_result_t coll_compress_set_state(coll_compress_t *c, const void *b
         memcpy(c->server_res, p, h.nserver * sizeof(float));
     }
     c->stats.steps = h.steps;
+    c->sent_valid  = 0; /* the restored state says nothing of what was sent */
     return COLL_OK;
 }

@@ -24,6 +24,7 @@ struct coll_compress {
     float                 *velocity; /* TOPK with momentum: u = m u + g, NULL otherwise */
     /* the step in flight */
     compress_phase_t phase;
+    int              sent_valid; /* a step completed in this object: coll_compress_sent */
     coll_request_t  *req;
     float           *out;
     float           *dense_send; /* dense step: accumulated values (one step, count elements) */

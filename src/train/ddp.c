@@ -92,7 +92,7 @@ static coll_result_t ddp_check_config(const coll_ddp_config_t *c, const char *fn
                                 "COLL_FLOAT16",
                                 (int)c->wire_dtype);
     }
-    if ((unsigned)c->comm_op >= COLL_BUCKET_COMM_COUNT) {
+    if (c->comm_op != COLL_BUCKET_DENSE) { /* compressed: coll_ddp_set_bucket_compress */
         return coll_train_error(COLL_ERR_INVALID_ARG, fn,
                                 "config->comm_op %d: expected COLL_BUCKET_DENSE", (int)c->comm_op);
     }

@@ -214,7 +214,12 @@ coll_result_t coll_compress_topk_start(coll_compress_t *c)
         c->pairs[2 * j] = i;
         memcpy(&c->pairs[2 * j + 1], &r[i], sizeof(float));
     }
-    for (size_t j = 0; j < k; j++) {
+    st = coll_iallgather(c->pairs, c->gathered, 2 * k, COLL_UINT32, c->comm, &c->req);
+    if (st != COLL_OK) { /* nothing sent: the residual and the velocity stay whole */
+        return compress_error(st, fn, "top-k all-gather of %zu pairs: %s", k,
+                              coll_comm_last_error(c->comm));
+    }
+    for (size_t j = 0; j < k; j++) { /* the all-gather reads the pairs only */
         uint32_t i = c->pairs[2 * j];
         r[i]       = 0.0f; /* sent + residual == accumulated, exactly */
         if (c->velocity != NULL) {
@@ -225,11 +230,6 @@ coll_result_t coll_compress_topk_start(coll_compress_t *c)
     c->stats.sent          = k;
     c->stats.payload_bytes = 2 * k * sizeof(uint32_t);
     c->stats.wire_bytes    = coll_compress_gather_wire(c, c->stats.payload_bytes);
-    st = coll_iallgather(c->pairs, c->gathered, 2 * k, COLL_UINT32, c->comm, &c->req);
-    if (st != COLL_OK) {
-        return compress_error(st, fn, "top-k all-gather of %zu pairs: %s", k,
-                              coll_comm_last_error(c->comm));
-    }
     return COLL_OK;
 }
 

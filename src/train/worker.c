@@ -317,6 +317,16 @@ void coll_train_worker_submit(train_worker_t *w, train_op_t *op)
     pthread_mutex_unlock(&w->lock);
 }
 
+unsigned long coll_train_worker_busy(train_worker_t *w)
+{
+    unsigned long busy;
+
+    pthread_mutex_lock(&w->lock);
+    busy = w->submitted - w->finished;
+    pthread_mutex_unlock(&w->lock);
+    return busy;
+}
+
 coll_result_t coll_train_worker_arrival(train_worker_t *w, const char *fn, char *buf, size_t len)
 {
     unsigned long busy;
@@ -324,9 +334,7 @@ coll_result_t coll_train_worker_arrival(train_worker_t *w, const char *fn, char 
     if (buf == NULL || len == 0) {
         return coll_train_error(COLL_ERR_INVALID_ARG, fn, "buf is NULL or len is 0");
     }
-    pthread_mutex_lock(&w->lock);
-    busy = w->submitted - w->finished;
-    pthread_mutex_unlock(&w->lock);
+    busy = coll_train_worker_busy(w);
     if (busy != 0) {
         return coll_train_error(COLL_ERR_INVALID_USAGE, fn,
                                 "%lu collective(s) of this step in flight: call it between steps",

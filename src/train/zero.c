@@ -55,6 +55,23 @@ float *coll_zero_master(zero_bucket_t *b)
     return b->z->cfg.stage == 3 ? b->pshard : b->pfull + b->opt_lo;
 }
 
+coll_result_t coll_zero_idle(coll_zero_t *z, const char *fn)
+{
+    unsigned long busy   = coll_train_worker_busy(&z->worker);
+    int           nready = 0;
+
+    for (int k = 0; k < z->nbuckets; k++) {
+        nready += z->buckets[k].nready;
+    }
+    if (busy != 0 || nready != 0) {
+        return coll_train_error(COLL_ERR_INVALID_USAGE, fn,
+                                "%lu collective(s) in flight and %d gradient(s) reported since "
+                                "the last coll_zero_step: call it between steps",
+                                busy, nready);
+    }
+    return COLL_OK;
+}
+
 /* ---- arguments ---- */
 
 static coll_result_t zero_check(const coll_zero_t *z, const char *fn)
@@ -207,7 +224,7 @@ COLL_API coll_result_t coll_zero_register(coll_zero_t *zero, const void *init, s
                                 coll_dtype_name(dtype));
     }
     int prev = zero->nparams > 0 ? zero->params[zero->nparams - 1].layer : -1;
-    if (layer != prev && layer != prev + 1) {
+    if ((layer != prev && layer != prev + 1) || layer < 0) {
         return coll_train_error(COLL_ERR_INVALID_ARG, fn,
                                 "layer %d: expected %d (same layer) or %d (next layer)", layer,
                                 prev < 0 ? 0 : prev, prev + 1);
@@ -272,7 +289,8 @@ static coll_result_t zero_bucket_alloc(coll_zero_t *z, zero_bucket_t *b)
             return COLL_ERR_NO_MEMORY;
         }
     }
-    if ((stage <= 2 ? b->pfull : b->pshard) == NULL || b->gshard == NULL) {
+    if ((stage <= 2 ? b->pfull : b->pshard) == NULL ||
+        (stage <= 1 ? b->gfull : b->gshard) == NULL) {
         return COLL_ERR_NO_MEMORY;
     }
     /* initial values: everything at stages 0-2, this rank's shard at stage 3 */
@@ -336,7 +354,13 @@ coll_result_t coll_zero_build(coll_zero_t *z, const char *fn)
     for (int k = 0; k < nb; k++) {
         zero_bucket_t *b = &z->buckets[k];
         b->shard         = (b->count + (size_t)z->nranks - 1) / (size_t)z->nranks;
-        if (zero_bucket_alloc(z, b) != COLL_OK) {
+        if (zero_bucket_alloc(z, b) != COLL_OK) { /* unbuilt again: a later call retries */
+            for (int j = 0; j <= k; j++) {
+                zero_bucket_free(z, &z->buckets[j]);
+            }
+            coll_free(z->buckets);
+            z->buckets  = NULL;
+            z->nbuckets = 0;
             return coll_train_error(COLL_ERR_NO_MEMORY, fn, "out of memory for bucket %d", k);
         }
     }

@@ -84,9 +84,10 @@ static coll_result_t ckpt_write(coll_zero_t *z, const char *path, const char *fn
     uint64_t hash = CKPT_FNV_OFFSET;
     ok            = ckpt_put(f, &h, sizeof(h), 1, &hash);
     for (int k = 0; k < z->nbuckets && ok; k++) {
-        zero_bucket_t       *b = &z->buckets[k];
-        size_t               len, lo = ckpt_range(b, &len);
-        coll_zero_ckpt_seg_t s = {z->params[b->lo].gstart + lo, len};
+        zero_bucket_t *b = &z->buckets[k];
+        size_t         len, lo = ckpt_range(b, &len);
+        /* a rank holding padding only: an empty segment at the bucket's end, inside the model */
+        coll_zero_ckpt_seg_t s = {z->params[b->lo].gstart + (lo < b->count ? lo : b->count), len};
         ok                     = ckpt_put(f, &s, sizeof(s), 1, &hash);
     }
     for (int k = 0; k < z->nbuckets && ok; k++) {
@@ -142,6 +143,7 @@ COLL_API coll_result_t coll_zero_save(coll_zero_t *zero, const char *dir)
                                 zero == NULL ? "zero" : "dir");
     }
     COLL_CHECK(coll_zero_build(zero, fn));
+    COLL_CHECK(coll_zero_idle(zero, fn));
     snprintf(path, sizeof(path), "%s/rank-%05d.bin", dir, zero->rank);
     st = ckpt_write(zero, path, fn);
     if (st == COLL_OK && zero->rank == 0) {
@@ -245,7 +247,8 @@ coll_result_t coll_zero_ckpt_read_table(FILE *f, uint64_t file_size, uint32_t ns
         return COLL_ERR_INVALID_ARG;
     }
     for (uint64_t s = 0; s < h->nseg; s++) {
-        if (segs[s].len > nelems || segs[s].gstart > nelems - segs[s].len) {
+        /* an empty segment may start anywhere: earlier writers put one past the model's end */
+        if (segs[s].len > nelems || (segs[s].len > 0 && segs[s].gstart > nelems - segs[s].len)) {
             snprintf(why, why_len,
                      "segment %llu [%llu, +%llu) lies outside the model's %llu elements",
                      (unsigned long long)s, (unsigned long long)segs[s].gstart,
@@ -338,6 +341,7 @@ COLL_API coll_result_t coll_zero_load(coll_zero_t *zero, const char *dir)
                                 zero == NULL ? "zero" : "dir");
     }
     COLL_CHECK(coll_zero_build(zero, fn));
+    COLL_CHECK(coll_zero_idle(zero, fn));
     coll_result_t st = ckpt_read_manifest(zero, dir, &m, fn), all;
     for (int r = 0; st == COLL_OK && r < m.nranks; r++) {
         st = ckpt_read_rank(zero, dir, r, coll_zero_nstate(zero), fn);

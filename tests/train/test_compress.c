@@ -401,6 +401,18 @@ static int args_rank(int rank, int n, coll_comm_t *comm, void *arg)
             ASSERT_EQ(st.sent, 7); /* ceil(0.1 * 64) */
         }
     }
+    { /* restored state: steps counted, but nothing of this object's was sent yet */
+        size_t bytes = 0;
+        void  *blob;
+        ASSERT_OK(coll_compress_sent(c, out));
+        ASSERT_OK(coll_compress_state_size(c, &bytes));
+        blob = malloc(bytes);
+        ASSERT_TRUE(blob != NULL);
+        ASSERT_OK(coll_compress_get_state(c, blob, bytes));
+        ASSERT_OK(coll_compress_set_state(c, blob, bytes));
+        free(blob);
+        EXPECT_ERR(coll_compress_sent(c, out), COLL_ERR_INVALID_USAGE, "no completed step");
+    }
     ASSERT_OK(coll_compress_destroy(c));
     EXPECT_ERR(coll_compress_destroy(NULL), COLL_ERR_INVALID_ARG, "c is NULL");
     return 0;

@@ -173,7 +173,11 @@ static int ddp_errors_rank(int rank, int n, coll_comm_t *comm, void *arg)
     ASSERT_EQ(coll_ddp_create(comm, &cfg, &ddp), COLL_ERR_INVALID_ARG);
     ASSERT_STR_CONTAINS(coll_last_error(), "wire_dtype");
     cfg.wire_dtype = COLL_FLOAT32;
-    cfg.size       = 3;
+    cfg.comm_op    = COLL_BUCKET_COMPRESSED; /* set per bucket, with its compressor */
+    ASSERT_EQ(coll_ddp_create(comm, &cfg, &ddp), COLL_ERR_INVALID_ARG);
+    ASSERT_STR_CONTAINS(coll_last_error(), "comm_op");
+    cfg.comm_op = COLL_BUCKET_DENSE;
+    cfg.size    = 3;
     ASSERT_EQ(coll_ddp_create(comm, &cfg, &ddp), COLL_ERR_INVALID_ARG);
     ASSERT_STR_CONTAINS(coll_last_error(), "config->size");
     ASSERT_EQ(coll_ddp_create(NULL, NULL, &ddp), COLL_ERR_INVALID_ARG);

@@ -5,7 +5,8 @@
  * accounting shows each stage's promise (optimizer state, gradients, parameters divided by
  * the rank count; stage 3 at 4 ranks <= 1/4 of stage 0 + 5%; transient buffers released);
  * a checkpoint written at one rank count and stage loads at another and training continues
- * as if uninterrupted; argument errors name the argument.
+ * as if uninterrupted, also where a rank's shard of a layer is padding only; a checkpoint
+ * inside a step is refused; argument errors name the argument.
  */
 #include "coll_test.h"
 #include "coll_train.h"
@@ -356,6 +357,65 @@ static int zero_corrupt_rank(int rank, int n, coll_comm_t *comm, void *arg)
     return 0;
 }
 
+/* Stage 3, 3 ranks, layers of 30 and 1 elements: rank 2 holds only padding of the 1-element
+ * layer (its shard starts past the model's end) and still writes a checkpoint that loads. A save
+ * inside a step (a gradient reported, its reduction in flight) is refused; one after the step
+ * goes through, and a fresh object loads what the step made: SGD with lr 1 moves every value by
+ * the averaged gradient (n + 1) / 2. */
+static int zero_pad_ckpt_rank(int rank, int n, coll_comm_t *comm, void *arg)
+{
+    const char        *dir = arg;
+    coll_zero_config_t cfg = COLL_ZERO_CONFIG_INITIALIZER;
+    coll_zero_t       *z;
+    size_t             cnt[2] = {30, 1};
+    float              init[30], zeros[30] = {0}, *g, *p;
+
+    for (int i = 0; i < 30; i++) {
+        init[i] = 0.5f * (float)i + 1.0f;
+    }
+    cfg.stage              = 3;
+    cfg.optim              = optim_config(COLL_OPTIM_SGD);
+    cfg.optim.lr           = 1.0f;
+    cfg.optim.momentum     = 0.0f;
+    cfg.optim.weight_decay = 0.0f;
+    ASSERT_OK(coll_zero_create(comm, &cfg, &z));
+    for (int i = 0; i < 2; i++) {
+        ASSERT_OK(coll_zero_register(z, init, cnt[i], COLL_FLOAT32, i, NULL));
+    }
+    for (int i = 1; i >= 0; i--) { /* backward order */
+        ASSERT_OK(coll_zero_grad(z, i, &g));
+        for (size_t j = 0; j < cnt[i]; j++) {
+            g[j] = (float)(rank + 1);
+        }
+        ASSERT_OK(coll_zero_grad_ready(z, i));
+        if (i == 1) {
+            ASSERT_EQ(coll_zero_save(z, dir), COLL_ERR_INVALID_USAGE);
+            ASSERT_STR_CONTAINS(coll_last_error(), "between steps");
+        }
+    }
+    ASSERT_OK(coll_zero_step(z));
+    ASSERT_OK(coll_zero_save(z, dir));
+    ASSERT_OK(coll_zero_destroy(z));
+
+    ASSERT_OK(coll_zero_create(comm, &cfg, &z));
+    for (int i = 0; i < 2; i++) {
+        ASSERT_OK(coll_zero_register(z, zeros, cnt[i], COLL_FLOAT32, i, NULL));
+    }
+    ASSERT_OK(coll_zero_load(z, dir));
+    for (int i = 0; i < 2; i++) {
+        ASSERT_OK(coll_zero_gather_layer(z, i));
+        ASSERT_OK(coll_zero_param(z, i, &p));
+        for (size_t j = 0; j < cnt[i]; j++) {
+            float want = init[j] - (float)(n + 1) / 2.0f;
+            ASSERT_(p[j] == want, "rank %d: layer %d [%zu] = %g after load, expected %g", rank, i,
+                    j, (double)p[j], (double)want);
+        }
+        ASSERT_OK(coll_zero_release_layer(z, i));
+    }
+    ASSERT_OK(coll_zero_destroy(z));
+    return 0;
+}
+
 static int zero_errors_rank(int rank, int n, coll_comm_t *comm, void *arg)
 {
     coll_zero_config_t cfg = COLL_ZERO_CONFIG_INITIALIZER;
@@ -375,6 +435,8 @@ static int zero_errors_rank(int rank, int n, coll_comm_t *comm, void *arg)
     ASSERT_STR_CONTAINS(coll_last_error(), "dtype");
     ASSERT_EQ(coll_zero_register(z, v, 4, COLL_FLOAT32, 1, NULL), COLL_ERR_INVALID_ARG);
     ASSERT_STR_CONTAINS(coll_last_error(), "layer 1");
+    ASSERT_EQ(coll_zero_register(z, v, 4, COLL_FLOAT32, -1, NULL), COLL_ERR_INVALID_ARG);
+    ASSERT_STR_CONTAINS(coll_last_error(), "layer -1");
     ASSERT_EQ(coll_zero_register(z, NULL, 4, COLL_FLOAT32, 0, NULL), COLL_ERR_INVALID_ARG);
     ASSERT_OK(coll_zero_register(z, v, 4, COLL_FLOAT32, 0, NULL));
     ASSERT_EQ(coll_zero_param(z, 0, &p), COLL_ERR_INVALID_USAGE); /* not gathered */
@@ -505,6 +567,20 @@ int main(void)
     char manifest[256];
     snprintf(manifest, sizeof(manifest), "%s/manifest", dir);
     unlink(manifest);
+    { /* a rank holding padding only; a save inside a step */
+        coll_test_opts_t o  = {.nranks = 3, .want_comm = 1, .timeout_s = 60};
+        int              rc = coll_test_run_ranks(&o, zero_pad_ckpt_rank, dir);
+        printf("%s: zero checkpoint with a padding-only shard, save inside a step refused, "
+               "3 ranks\n",
+               rc ? "FAIL" : "PASS");
+        failed += rc != 0;
+        for (int r = 0; r < 3; r++) {
+            char path[256];
+            snprintf(path, sizeof(path), "%s/rank-%05d.bin", dir, r);
+            unlink(path);
+        }
+        unlink(manifest);
+    }
     rmdir(dir);
     failed += run(2, zero_errors_rank, NULL, "zero argument errors");
     for (int s = 0; s <= 3; s++) {
