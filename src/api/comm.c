@@ -463,6 +463,12 @@ err:
 COLL_API coll_result_t coll_comm_destroy(coll_comm_t *comm)
 {
     COLL_CHECK(coll_comm_check_handle(comm, "coll_comm_destroy"));
+    if (comm->is_world) { /* else coll_finalize would destroy it again */
+        return coll_set_last_error(COLL_ERR_INVALID_USAGE,
+                                   "coll_comm_destroy: rank %d: this is the communicator of "
+                                   "coll_init; coll_finalize destroys it",
+                                   comm->rank);
+    }
     coll_cuda_comm_destroy(comm); /* lets queued device operations end first */
     pthread_mutex_lock(&comm->lock);
     int busy = comm->active != NULL && comm->error == COLL_OK;
@@ -551,6 +557,9 @@ COLL_API coll_result_t coll_comm_get_error(const coll_comm_t *comm)
     COLL_CHECK(coll_comm_check_handle(comm, "coll_comm_get_error"));
     if (comm->error == COLL_OK && atomic_load(&comm->aborted)) {
         return COLL_ERR_ABORTED; /* a waiter has not recorded it yet */
+    }
+    if (comm->error == COLL_OK && atomic_load(&comm->revoked)) {
+        return COLL_ERR_REVOKED;
     }
     return comm->error;
 }

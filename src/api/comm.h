@@ -99,6 +99,8 @@ struct coll_comm {
         int peer, err, write; /* the last failed transfer: with which rank, errno, direction */
     } cma_fail;
 
+    int is_world; /* made by coll_init: coll_finalize destroys it */
+
     /* errors: first failure wins and is sticky */
     atomic_int    aborted;
     atomic_int    revoked;
@@ -119,6 +121,8 @@ coll_result_t coll_comm_fail_logged(coll_comm_t *comm, coll_result_t st, const c
 
 /* This rank's coll_comm_abort as the communicator's error, unless it has one (lock held). */
 void coll_comm_abort_record(coll_comm_t *comm);
+/* Likewise for this rank's coll_comm_revoke (shrink.c; lock held). */
+void coll_comm_revoke_record(coll_comm_t *comm);
 
 /* agree.c: at creation, COLL_ERR_MISMATCH on every rank when the ranks set a parameter that
  * chooses a call's path differently (the message names it, two ranks and their values). */

@@ -118,7 +118,8 @@ COLL_API coll_result_t coll_init(int *argc, char ***argv, coll_comm_t **world_p)
         coll_boot_uid_make(&job.root_addr, job.secret, nonce, &id);
     }
     COLL_CHECK_GOTO(coll_comm_create(&init_world, job.nranks, &id, job.rank, NULL), st, out);
-    *world_p = init_world;
+    init_world->is_world = 1;
+    *world_p             = init_world;
 out:
     pthread_mutex_unlock(&init_lock);
     return st;
@@ -133,6 +134,7 @@ COLL_API coll_result_t coll_finalize(void)
     if (w == NULL) {
         return coll_set_last_error(COLL_ERR_INVALID_USAGE, "coll_finalize without coll_init");
     }
+    w->is_world = 0;
     return coll_comm_destroy(w);
 }
 
@@ -156,6 +158,11 @@ COLL_API coll_result_t coll_comm_split(coll_comm_t *comm, int color, int key,
 {
     coll_result_t st;
     COLL_CHECK(coll_comm_check_handle(comm, "coll_comm_split"));
+    if ((st = coll_comm_get_error(comm)) != COLL_OK) { /* failed or aborted: no round to join */
+        return coll_set_last_error(st, "coll_comm_split: communicator already failed: %s",
+                                   comm->error != COLL_OK ? comm->last_error
+                                                          : "coll_comm_abort called");
+    }
     if (newcomm_p == NULL) {
         return coll_comm_arg_error(comm, COLL_ERR_INVALID_ARG,
                                    "coll_comm_split: newcomm_p is NULL");
@@ -215,5 +222,13 @@ COLL_API coll_result_t coll_comm_split(coll_comm_t *comm, int color, int key,
 out:
     coll_free(all);
     coll_free(ids);
+    char why[256];
+    if (st != COLL_OK && coll_bootstrap_poll(comm->bs, why, sizeof(why)) != COLL_OK) {
+        /* a rank aborted or died during the split: the parent failed with it, naming it */
+        pthread_mutex_lock(&comm->lock);
+        st = coll_comm_fail(comm, st, "rank %d: coll_comm_split: %s", comm->rank, why);
+        pthread_mutex_unlock(&comm->lock);
+        coll_set_last_error(st, "%s", comm->last_error);
+    }
     return st;
 }

@@ -12,6 +12,7 @@
 #include "log.h"
 #include "util.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -23,12 +24,22 @@ COLL_API coll_result_t coll_comm_revoke(coll_comm_t *comm)
         return COLL_OK;
     }
     snprintf(reason, sizeof(reason), "coll_comm_revoke called on rank %d", comm->rank);
-    coll_comm_fail(comm, COLL_ERR_REVOKED, "rank %d: %s", comm->rank, reason);
+    /* as coll_comm_abort: a waiter holding the lock records it at its next check */
+    if (pthread_mutex_trylock(&comm->lock) == 0) {
+        coll_comm_revoke_record(comm);
+        pthread_mutex_unlock(&comm->lock);
+    }
     if (comm->bs != NULL) {
         coll_bootstrap_revoke(comm->bs, reason);
     }
     coll_engine_wake(comm);
     return COLL_OK;
+}
+
+void coll_comm_revoke_record(coll_comm_t *comm)
+{
+    coll_comm_fail(comm, COLL_ERR_REVOKED, "rank %d: coll_comm_revoke called on rank %d",
+                   comm->rank, comm->rank);
 }
 
 /* "1, 3" for the old ranks missing from survivors. */

@@ -3,12 +3,20 @@
  * coll_comm_split: even/odd colors with reversed keys, a NOCOLOR rank, collectives on the
  * children and the parent interleaved, and destroy of children before the parent.
  * coll_comm_nhosts of the parent and the children, on one host and on emulated hosts of 2 ranks
- * (COLL_TEST_RANKS_PER_HOST); its NULL output refused.
+ * (COLL_TEST_RANKS_PER_HOST); its NULL output refused; a split of an aborted communicator.
  */
 #include "coll_test.h"
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
 
 /* Ranks per emulated host (0: one host), and the hosts among the ranks of color (-1: all). */
 static int split_rph;
@@ -89,6 +97,35 @@ static int parent_id_rank(int rank, int n, coll_comm_t *unused, void *arg)
     return 0;
 }
 
+/* coll_comm_split on an aborted communicator: the rank that aborted is refused at once with
+ * COLL_ERR_ABORTED; the other learns in the split's round who aborted (COLL_ERR_REMOTE naming
+ * rank 1), and the parent is failed with it. */
+static int split_aborted_rank(int rank, int n, coll_comm_t *comm, void *arg)
+{
+    coll_comm_t  *child = NULL;
+    coll_result_t st;
+    double        t0;
+    (void)n, (void)arg;
+    if (rank == 1) {
+        ASSERT_OK(coll_comm_abort(comm));
+    }
+    t0 = now_s();
+    st = coll_comm_split(comm, 0, rank, &child);
+    printf("rank %d: split returned %s after %.2f s: %s\n", rank, coll_strerror(st), now_s() - t0,
+           coll_last_error());
+    ASSERT_TRUE(child == NULL);
+    if (rank == 1) {
+        ASSERT_EQ(st, COLL_ERR_ABORTED);
+        ASSERT_TRUE(now_s() - t0 < 1.0);
+    } else {
+        ASSERT_EQ(st, COLL_ERR_REMOTE);
+        ASSERT_STR_CONTAINS(coll_last_error(), "rank 1 aborted");
+        ASSERT_EQ(coll_comm_get_error(comm), COLL_ERR_REMOTE);
+        ASSERT_STR_CONTAINS(coll_comm_last_error(comm), "rank 1 aborted");
+    }
+    return 0;
+}
+
 int main(void)
 {
     const char      *tps[8];
@@ -122,6 +159,11 @@ int main(void)
     printf("%s: communicator from an id made by the (non-member) parent\n", prc ? "FAIL" : "PASS");
     total++;
     failed += prc != 0;
+    coll_test_opts_t ao  = {.nranks = 2, .want_comm = 1, .timeout_s = 60};
+    int              arc = coll_test_run_ranks(&ao, split_aborted_rank, NULL);
+    printf("%s: split of an aborted communicator\n", arc ? "FAIL" : "PASS");
+    total++;
+    failed += arc != 0;
     printf("%d passed, %d failed\n", total - failed, failed);
     return failed != 0;
 }

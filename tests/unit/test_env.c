@@ -2,7 +2,8 @@
 /*
  * Rank discovery from launcher environments (bootstrap/env.c): collrun, torchrun (root on
  * MASTER_PORT + offset), Slurm (first host of a compressed node list), Open MPI, precedence of
- * COLL_ROOT_ADDR, and clear errors for impossible values. No network is used.
+ * COLL_ROOT_ADDR, and clear errors for impossible values; no network is used for those. Then
+ * coll_init's one-rank world: coll_comm_destroy refuses it, coll_finalize ends it.
  */
 #include "coll_test.h"
 #include "bootstrap/bootstrap.h"
@@ -150,6 +151,22 @@ int main(void)
     ASSERT_TRUE(coll_sock_ifname_match("=eth0", "eth0"));
     ASSERT_TRUE(!coll_sock_ifname_match(NULL, "lo"));
     ASSERT_TRUE(!coll_sock_ifname_match("", "docker0"));
+
+    /* coll_init's world without a launcher (one rank): coll_comm_destroy refuses it,
+     * coll_finalize destroys it, once */
+    {
+        coll_comm_t *world = NULL;
+        env_clear(); /* no launcher: one rank */
+        ASSERT_OK(coll_init(NULL, NULL, &world));
+        ASSERT_EQ(coll_comm_destroy(world), COLL_ERR_INVALID_USAGE);
+        ASSERT_STR_CONTAINS(coll_last_error(), "coll_finalize destroys it");
+        int one = 1, sum = 0; /* still usable */
+        ASSERT_OK(coll_allreduce(&one, &sum, 1, COLL_INT32, COLL_SUM, world));
+        ASSERT_EQ(sum, 1);
+        ASSERT_OK(coll_finalize());
+        ASSERT_EQ(coll_finalize(), COLL_ERR_INVALID_USAGE);
+        env_clear();
+    }
     printf("test_env: ok\n1 passed, 0 failed\n");
     return 0;
 }
