@@ -7,7 +7,11 @@
  */
 #include "nccl_internal.h"
 
+#include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 #define NCCL_SHIM_VISIBLE __attribute__((visibility("default")))
 
@@ -20,8 +24,6 @@ typedef enum {
     K_SEND,
     K_RECV
 } kind_t;
-
-void nccl_group_note_error(ncclResult_t r);
 
 typedef struct {
     kind_t       kind;
@@ -74,6 +76,57 @@ static coll_result_t start_stream(const call_t *c, coll_comm_t *cc, cudaStream_t
     }
 }
 
+/* Can this process read [p, p + n)? Its first and last bytes read through process_vm_readv(2)
+ * on itself: device memory (mapped, but not readable by the host) gives EFAULT. Where the call is
+ * not allowed (a seccomp filter), the answer is yes: nothing can be told. */
+int nccl_host_readable(const void *p, size_t n)
+{
+    char         b;
+    const char  *at[2] = {p, (const char *)p + n - 1};
+    struct iovec local = {&b, 1};
+
+    for (int i = 0; i < 2; i++) {
+        struct iovec remote = {(void *)at[i], 1};
+        if (process_vm_readv(getpid(), &local, 1, &remote, 1, 0) != 1 && errno == EFAULT) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* A send or receive between the calling rank and itself: as in NCCL, only with its partner in
+ * the same group, copied at ncclGroupEnd; on host memory. */
+static ncclResult_t self_call(const char *fn, const call_t *c, ncclComm_t comm)
+{
+    void        *buf   = c->kind == K_SEND ? (void *)c->s : c->r;
+    size_t       es    = coll_dtype_size(c->dt);
+    size_t       bytes = c->count * es;
+    ncclResult_t r     = ncclSuccess;
+
+    if (nccl_group_depth() == 0) {
+        r = nccl_fail(NULL, ncclInvalidUsage,
+                      "%s: peer %d is the calling rank itself: a send to itself and its receive "
+                      "go in one ncclGroupStart/ncclGroupEnd",
+                      fn, c->root);
+    } else if (c->count > ((size_t)1 << 47) / es) {
+        r = nccl_fail(NULL, ncclInvalidArgument, "%s: count %zu is too large", fn, c->count);
+    } else if (c->count > 0 && buf == NULL) {
+        r = nccl_fail(NULL, ncclInvalidArgument, "%s: %s is NULL", fn,
+                      c->kind == K_SEND ? "sendbuff" : "recvbuff");
+    } else if (c->count > 0 && !nccl_host_readable(buf, bytes)) {
+        r = nccl_fail(NULL, ncclInvalidArgument,
+                      "%s: a send to the rank itself takes memory the host can read; %p is not "
+                      "(device memory?)",
+                      fn, buf);
+    } else {
+        r = nccl_group_add_self(comm, c->kind == K_SEND, buf, bytes);
+    }
+    if (r != ncclSuccess && nccl_group_depth() > 0) {
+        nccl_group_note_error(r);
+    }
+    return r;
+}
+
 static ncclResult_t nccl_call(const char *fn, call_t c, ncclDataType_t dt, ncclRedOp_t op,
                               ncclComm_t comm, cudaStream_t stream)
 {
@@ -85,10 +138,18 @@ static ncclResult_t nccl_call(const char *fn, call_t c, ncclDataType_t dt, ncclR
                       (int)dt, ncclNumTypes);
     }
     c.dt = (coll_dtype_t)dt;
+    if (r == ncclSuccess && (c.kind == K_SEND || c.kind == K_RECV) && c.root == comm->rank) {
+        return self_call(fn, &c, comm);
+    }
     if (r == ncclSuccess &&
         (c.kind == K_ALLREDUCE || c.kind == K_REDUCE_SCATTER || c.kind == K_REDUCE)) {
-        size_t n = c.kind == K_REDUCE_SCATTER ? c.count * (size_t)comm->nranks : c.count;
-        r        = nccl_premul_apply(comm, op, dt, n, &c.s, &tmp, &c.op);
+        size_t n = c.count;
+        if (c.kind == K_REDUCE_SCATTER && n > SIZE_MAX / (size_t)comm->nranks) {
+            n = SIZE_MAX; /* refused as too large */
+        } else if (c.kind == K_REDUCE_SCATTER) {
+            n *= (size_t)comm->nranks;
+        }
+        r = nccl_premul_apply(comm, fn, op, dt, n, &c.s, &tmp, &c.op);
     }
     if (r != ncclSuccess) {
         if (nccl_group_depth() > 0) {

@@ -207,21 +207,9 @@ NCCL_SHIM_VISIBLE ncclResult_t ncclCommInitAll(ncclComm_t *comms, int ndev, cons
     return r != ncclSuccess ? r : g;
 }
 
-NCCL_SHIM_VISIBLE ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key,
-                                             ncclComm_t *newcomm, ncclConfig_t *config)
+ncclResult_t nccl_split_now(ncclComm_t comm, int color, int key, ncclComm_t *newcomm)
 {
-    coll_comm_t *nc = NULL;
-    ncclResult_t r  = nccl_check_comm(comm, "ncclCommSplit");
-    if (r == ncclSuccess) {
-        r = nccl_check_config(config, "ncclCommSplit");
-    }
-    if (r != ncclSuccess) {
-        return r;
-    }
-    if (newcomm == NULL) {
-        return nccl_fail(comm, ncclInvalidArgument, "ncclCommSplit: newcomm is NULL");
-    }
-    *newcomm         = NULL;
+    coll_comm_t  *nc = NULL;
     coll_result_t st = coll_comm_split(
         comm->c, color == NCCL_SPLIT_NOCOLOR ? COLL_SPLIT_NOCOLOR : color, key, &nc);
     if (st != COLL_OK) {
@@ -241,6 +229,34 @@ NCCL_SHIM_VISIBLE ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key
     coll_comm_size(nc, &n->nranks);
     *newcomm = n;
     return ncclSuccess;
+}
+
+NCCL_SHIM_VISIBLE ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key,
+                                             ncclComm_t *newcomm, ncclConfig_t *config)
+{
+    ncclResult_t r = nccl_check_comm(comm, "ncclCommSplit");
+    if (r == ncclSuccess) {
+        r = nccl_check_config(config, "ncclCommSplit");
+    }
+    if (r == ncclSuccess && newcomm == NULL) {
+        r = nccl_fail(comm, ncclInvalidArgument, "ncclCommSplit: newcomm is NULL");
+    }
+    if (r == ncclSuccess && color < 0 && color != NCCL_SPLIT_NOCOLOR) {
+        r = nccl_fail(comm, ncclInvalidArgument,
+                      "ncclCommSplit: color %d is negative (only NCCL_SPLIT_NOCOLOR may be)",
+                      color);
+    }
+    if (r != ncclSuccess) {
+        if (nccl_group_depth() > 0) {
+            nccl_group_note_error(r);
+        }
+        return r;
+    }
+    *newcomm = NULL;
+    if (nccl_group_depth() > 0) { /* made at ncclGroupEnd, with the group's other splits */
+        return nccl_group_defer_split(comm, color, key, newcomm);
+    }
+    return nccl_split_now(comm, color, key, newcomm);
 }
 
 NCCL_SHIM_VISIBLE ncclResult_t ncclCommFinalize(ncclComm_t comm)

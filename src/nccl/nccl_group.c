@@ -4,7 +4,9 @@
  * Collectives and send/recv start as libcoll non-blocking operations and are waited at the
  * outermost ncclGroupEnd, all of them progressed together (so one thread can drive several
  * communicators, and paired sends and receives never wait on each other); ncclCommInitRank
- * calls are deferred to ncclGroupEnd and run there concurrently, one thread each.
+ * and ncclCommSplit calls are deferred to ncclGroupEnd and run there concurrently, one thread
+ * each (the communicators made in one group are destroyed together). Sends and
+ * receives between a rank and itself are kept and copied at ncclGroupEnd, in order.
  */
 #include "nccl_internal.h"
 
@@ -17,12 +19,23 @@
 
 typedef struct {
     ncclComm_t      comm;
-    coll_request_t *req; /* NULL for a deferred init */
-    void           *tmp;
+    coll_request_t *req; /* NULL: deferred init; SPLIT; SELF_SEND, SELF_RECV: a self copy */
+    void           *tmp; /* a self copy: its buffer */
+    size_t          bytes;
     int             nranks, rank; /* deferred init */
     ncclUniqueId    id;
+    int             color, key; /* deferred split */
+    ncclComm_t     *split_out;
     ncclResult_t    result;
 } nccl_item_t;
+
+#define DONE      ((coll_request_t *)1) /* waited, joined or copied */
+#define SELF_SEND ((coll_request_t *)2)
+#define SELF_RECV ((coll_request_t *)3)
+#define SPLIT     ((coll_request_t *)4)
+#define IS_OP(r)                                                                                   \
+    ((r) != NULL && (r) != DONE && (r) != SELF_SEND && (r) != SELF_RECV && (r) != SPLIT)
+#define DEFERRED(r) ((r) == NULL || (r) == SPLIT) /* made in a thread of its own */
 
 static __thread int          group_depth;
 static __thread nccl_item_t *items;
@@ -65,6 +78,64 @@ ncclResult_t nccl_group_add(ncclComm_t comm, coll_request_t *req, void *tmp)
     return ncclSuccess;
 }
 
+ncclResult_t nccl_group_add_self(ncclComm_t comm, int send, void *buf, size_t bytes)
+{
+    nccl_item_t *it = group_push();
+    if (it == NULL) {
+        return nccl_fail(comm, ncclSystemError, "ncclGroupEnd: out of memory");
+    }
+    it->comm  = comm;
+    it->req   = send ? SELF_SEND : SELF_RECV;
+    it->tmp   = buf;
+    it->bytes = bytes;
+    return ncclSuccess;
+}
+
+/* The sends of each communicator to itself, copied into its receives from itself in order; a
+ * send or receive left over, or a pair of different sizes, fails the group (nothing copied for
+ * that pair). */
+static ncclResult_t group_run_self(void)
+{
+    ncclResult_t r = ncclSuccess;
+    for (int i = 0; i < nitems; i++) {
+        if (items[i].req != SELF_SEND && items[i].req != SELF_RECV) {
+            continue;
+        }
+        coll_request_t *want = items[i].req == SELF_SEND ? SELF_RECV : SELF_SEND;
+        int             j    = i + 1;
+        while (j < nitems && !(items[j].req == want && items[j].comm == items[i].comm)) {
+            j++;
+        }
+        nccl_item_t *s = items[i].req == SELF_SEND ? &items[i] : &items[j];
+        nccl_item_t *d = items[i].req == SELF_SEND ? &items[j] : &items[i];
+        ncclResult_t e = ncclSuccess;
+        if (j == nitems) {
+            e = nccl_fail(NULL, ncclInvalidUsage,
+                          "ncclGroupEnd: rank %d: an %s to the rank itself (%zu bytes) has no "
+                          "matching %s in the group",
+                          items[i].comm->rank, items[i].req == SELF_SEND ? "ncclSend" : "ncclRecv",
+                          items[i].bytes, items[i].req == SELF_SEND ? "ncclRecv" : "ncclSend");
+        } else if (s->bytes != d->bytes) {
+            e = nccl_fail(NULL, ncclInvalidArgument,
+                          "ncclGroupEnd: rank %d: an ncclSend of %zu bytes to the rank itself "
+                          "meets an ncclRecv of %zu bytes",
+                          s->comm->rank, s->bytes, d->bytes);
+        } else if (s->bytes > 0 && s->tmp != d->tmp) {
+            memmove(d->tmp, s->tmp, s->bytes);
+        }
+        if (j < nitems) {
+            items[j].req = DONE;
+            items[j].tmp = NULL;
+        }
+        items[i].req = DONE;
+        items[i].tmp = NULL;
+        if (e != ncclSuccess && r == ncclSuccess) {
+            r = e;
+        }
+    }
+    return r;
+}
+
 ncclResult_t nccl_group_defer_init(ncclComm_t comm, int nranks, const ncclUniqueId *id, int rank)
 {
     nccl_item_t *it = group_push();
@@ -75,6 +146,20 @@ ncclResult_t nccl_group_defer_init(ncclComm_t comm, int nranks, const ncclUnique
     it->nranks = nranks;
     it->rank   = rank;
     it->id     = *id;
+    return ncclSuccess;
+}
+
+ncclResult_t nccl_group_defer_split(ncclComm_t comm, int color, int key, ncclComm_t *newcomm)
+{
+    nccl_item_t *it = group_push();
+    if (it == NULL) {
+        return nccl_fail(comm, ncclSystemError, "ncclCommSplit: out of memory");
+    }
+    it->comm      = comm;
+    it->req       = SPLIT;
+    it->color     = color;
+    it->key       = key;
+    it->split_out = newcomm;
     return ncclSuccess;
 }
 
@@ -94,7 +179,8 @@ NCCL_SHIM_VISIBLE ncclResult_t ncclGroupStart(void)
 static void *init_thread(void *arg)
 {
     nccl_item_t *it = arg;
-    it->result      = nccl_comm_create(it->comm, it->nranks, &it->id, it->rank);
+    it->result      = it->req == SPLIT ? nccl_split_now(it->comm, it->color, it->key, it->split_out)
+                                       : nccl_comm_create(it->comm, it->nranks, &it->id, it->rank);
     return NULL;
 }
 
@@ -107,19 +193,23 @@ static ncclResult_t group_run_inits(void)
         return nccl_fail(NULL, ncclSystemError, "ncclGroupEnd: out of memory");
     }
     for (int i = 0; i < nitems; i++) {
-        if (items[i].req == NULL && pthread_create(&th[i], NULL, init_thread, &items[i]) != 0) {
+        if (DEFERRED(items[i].req) && pthread_create(&th[i], NULL, init_thread, &items[i]) != 0) {
             items[i].result = nccl_fail(NULL, ncclSystemError, "ncclGroupEnd: no thread");
-            items[i].req    = (coll_request_t *)1; /* not joined */
+            items[i].req    = DONE; /* not joined */
         }
     }
     ncclComm_t *made  = calloc((size_t)nitems, sizeof(*made));
     int         nmade = 0;
     for (int i = 0; i < nitems; i++) {
-        if (items[i].req == NULL) {
+        if (DEFERRED(items[i].req)) {
+            ncclComm_t c = items[i].req == SPLIT ? NULL : items[i].comm;
             pthread_join(th[i], NULL);
-            items[i].req = (coll_request_t *)1;
-            if (items[i].result == ncclSuccess && made != NULL) {
-                made[nmade++] = items[i].comm;
+            if (items[i].req == SPLIT) {
+                c = *items[i].split_out; /* NULL for NCCL_SPLIT_NOCOLOR */
+            }
+            items[i].req = DONE;
+            if (items[i].result == ncclSuccess && made != NULL && c != NULL) {
+                made[nmade++] = c;
             }
         }
         if (items[i].result != ncclSuccess && r == ncclSuccess) {
@@ -140,14 +230,14 @@ static ncclResult_t group_wait_ops(void)
     ncclResult_t r    = ncclSuccess;
     int          left = 0;
     for (int i = 0; i < nitems; i++) {
-        left += items[i].req != NULL && items[i].req != (coll_request_t *)1;
+        left += IS_OP(items[i].req);
     }
     while (left > 0) {
         int progressed = 0;
         for (int i = 0; i < nitems; i++) {
             nccl_item_t *it   = &items[i];
             int          done = 0;
-            if (it->req == NULL || it->req == (coll_request_t *)1) {
+            if (!IS_OP(it->req)) {
                 continue;
             }
             coll_result_t st = coll_test(it->req, &done);
@@ -181,12 +271,13 @@ NCCL_SHIM_VISIBLE ncclResult_t ncclGroupEnd(void)
     }
     int has_init = 0;
     for (int i = 0; i < nitems; i++) {
-        has_init |= items[i].req == NULL;
+        has_init |= DEFERRED(items[i].req);
     }
     ncclResult_t r = has_init ? group_run_inits() : ncclSuccess;
+    ncclResult_t c = group_run_self();
     ncclResult_t w = group_wait_ops();
     ncclResult_t e = group_error;
     nitems         = 0;
     group_error    = ncclSuccess;
-    return e != ncclSuccess ? e : r != ncclSuccess ? r : w;
+    return e != ncclSuccess ? e : r != ncclSuccess ? r : c != ncclSuccess ? c : w;
 }

@@ -50,11 +50,25 @@ void nccl_make_siblings(ncclComm_t *comms, int n);
 int nccl_group_depth(void);
 /* Inside a group: keep req to be waited at ncclGroupEnd (and the temporary buffer to free). */
 ncclResult_t nccl_group_add(ncclComm_t comm, coll_request_t *req, void *tmp);
+/* Inside a group: a send (send = 1) or receive of bytes at buf to or from the calling rank
+ * itself; at ncclGroupEnd the k-th send of comm to itself is copied into its k-th receive. */
+ncclResult_t nccl_group_add_self(ncclComm_t comm, int send, void *buf, size_t bytes);
+
+/* Inside a group: ncclCommSplit of comm, made at ncclGroupEnd (concurrently with the group's
+ * other splits and inits, one thread each); *newcomm is set there. */
+ncclResult_t nccl_group_defer_split(ncclComm_t comm, int color, int key, ncclComm_t *newcomm);
+/* ncclCommSplit at once (arguments checked): *newcomm NULL for NCCL_SPLIT_NOCOLOR. */
+ncclResult_t nccl_split_now(ncclComm_t comm, int color, int key, ncclComm_t *newcomm);
+void         nccl_group_note_error(ncclResult_t r);
+
+/* Can this process read [p, p + n), n > 0? No for device memory; yes where it cannot tell. */
+int nccl_host_readable(const void *p, size_t n);
 
 /* ---- PreMulSum (nccl_premul.c) ---- */
 /* For op >= ncclNumOps: the scaled copy of sendbuff (count elements) to reduce with a sum,
  * malloc'd into *tmp_p; for a built-in op *tmp_p = NULL and *sendbuff_p is untouched. */
-ncclResult_t nccl_premul_apply(ncclComm_t comm, ncclRedOp_t op, ncclDataType_t dt, size_t count,
-                               const void **sendbuff_p, void **tmp_p, coll_redop_t *cop_p);
+ncclResult_t nccl_premul_apply(ncclComm_t comm, const char *fn, ncclRedOp_t op, ncclDataType_t dt,
+                               size_t count, const void **sendbuff_p, void **tmp_p,
+                               coll_redop_t *cop_p);
 
 #endif

@@ -211,8 +211,9 @@ NCCL_SHIM_VISIBLE ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm)
     return ncclSuccess;
 }
 
-ncclResult_t nccl_premul_apply(ncclComm_t comm, ncclRedOp_t op, ncclDataType_t dt, size_t count,
-                               const void **sendbuff_p, void **tmp_p, coll_redop_t *cop_p)
+ncclResult_t nccl_premul_apply(ncclComm_t comm, const char *fn, ncclRedOp_t op, ncclDataType_t dt,
+                               size_t count, const void **sendbuff_p, void **tmp_p,
+                               coll_redop_t *cop_p)
 {
     *tmp_p = NULL;
     if ((int)op >= 0 && (int)op < ncclNumOps) {
@@ -222,28 +223,40 @@ ncclResult_t nccl_premul_apply(ncclComm_t comm, ncclRedOp_t op, ncclDataType_t d
     int i = (int)op - ncclNumOps;
     if (i < 0 || i >= NCCL_SHIM_MAX_OPS || !comm->ops[i].used) {
         return nccl_fail(comm, ncclInvalidArgument,
-                         "op %d is neither a built-in operator nor one made by "
+                         "%s: op %d is neither a built-in operator nor one made by "
                          "ncclRedOpCreatePreMulSum on this communicator",
-                         (int)op);
+                         fn, (int)op);
     }
     const nccl_premul_t *p = &comm->ops[i];
     if (p->dtype != dt) {
         return nccl_fail(comm, ncclInvalidArgument,
-                         "op %d was made for datatype %d, the call uses datatype %d", (int)op,
-                         (int)p->dtype, (int)dt);
+                         "%s: op %d was made for datatype %d, the call uses datatype %d", fn,
+                         (int)op, (int)p->dtype, (int)dt);
+    }
+    size_t es = dt_size(dt);
+    if (count > ((size_t)1 << 47) / es) { /* libcoll's own limit on a call's bytes */
+        return nccl_fail(NULL, ncclInvalidArgument,
+                         "%s: count %zu of datatype %d is too large (byte size overflows)", fn,
+                         count, (int)dt);
+    }
+    if (count > 0 && *sendbuff_p == NULL) {
+        return nccl_fail(NULL, ncclInvalidArgument, "%s: sendbuff is NULL", fn);
+    }
+    if (count > 0 && !nccl_host_readable(*sendbuff_p, count * es)) {
+        return nccl_fail(NULL, ncclInvalidArgument,
+                         "%s: sendbuff %p is not memory the host can read (device memory?): a "
+                         "PreMulSum operator scales on the host, so it takes host, pinned or "
+                         "managed memory",
+                         fn, *sendbuff_p);
     }
     double  d = 0;
     int64_t k = 0;
     scalar_read(dt, p->residence == ncclScalarHostImmediate ? (const void *)p->raw : p->ptr, &d,
                 &k);
-    void *tmp = malloc(count > 0 ? count * dt_size(dt) : 1);
-    if (tmp == NULL) {
-        return nccl_fail(comm, ncclSystemError, "out of memory for a PreMulSum of %zu elements",
-                         count);
-    }
-    if (count > 0 && *sendbuff_p == NULL) {
-        free(tmp);
-        return nccl_fail(comm, ncclInvalidArgument, "sendbuff is NULL");
+    void *tmp = malloc(count > 0 ? count * es : 1);
+    if (tmp == NULL) { /* this call's failure only: the communicator stays usable */
+        return nccl_fail(NULL, ncclSystemError, "%s: out of memory for a PreMulSum of %zu elements",
+                         fn, count);
     }
     scale(dt, *sendbuff_p, tmp, count, d, k);
     *sendbuff_p = tmp;

@@ -3,9 +3,9 @@
  * A program written only against nccl.h (as any NCCL program is) that exercises every function
  * of libcoll's NCCL-compatible library on host memory: N processes forked from one that made
  * the unique id run every collective (in and out of place, several types and operators, every
- * root), send/recv in a group, a PreMulSum operator, ncclCommSplit, the error functions and
- * the teardown calls; then one process drives three communicators made by ncclCommInitAll from
- * a single thread with groups.
+ * root), send/recv in a group (to the rank itself too), a PreMulSum operator, ncclCommSplit, the
+ * error functions and the teardown calls; then one process drives three communicators made by
+ * ncclCommInitAll from a single thread with groups (collectives, and splits made at ncclGroupEnd).
  */
 #include <nccl.h>
 
@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -122,6 +123,35 @@ static void test_p2p_and_premul(ncclComm_t comm, int rank, int n)
     NCCLCHECK(ncclGroupEnd());
     CHECK(r1[7] == left * 10 + 7 && r2[N - 1] == right * 10 + N - 1);
 
+    /* all-to-all as NCCL's examples write it: every peer, the rank itself included */
+    enum { B = 1000 };
+    int32_t *a2a = malloc(sizeof(int32_t) * B * n), *got = malloc(sizeof(int32_t) * B * n);
+    for (int i = 0; i < B * n; i++) {
+        a2a[i] = rank * 1000000 + i;
+    }
+    NCCLCHECK(ncclGroupStart());
+    for (int p = 0; p < n; p++) {
+        NCCLCHECK(ncclSend(a2a + p * B, B, ncclInt32, p, comm, NULL));
+        NCCLCHECK(ncclRecv(got + p * B, B, ncclInt32, p, comm, NULL));
+    }
+    NCCLCHECK(ncclGroupEnd());
+    for (int p = 0; p < n; p++) {
+        CHECK(got[p * B] == p * 1000000 + rank * B && got[p * B + B - 1] == got[p * B] + B - 1);
+    }
+    /* to itself: outside a group, without its receive, or of another size: refused */
+    CHECK(ncclSend(a2a, B, ncclInt32, rank, comm, NULL) == ncclInvalidUsage);
+    CHECK(strstr(ncclGetLastError(comm), "calling rank itself") != NULL);
+    NCCLCHECK(ncclGroupStart());
+    NCCLCHECK(ncclSend(a2a, B, ncclInt32, rank, comm, NULL));
+    CHECK(ncclGroupEnd() == ncclInvalidUsage);
+    CHECK(strstr(ncclGetLastError(comm), "no matching ncclRecv") != NULL);
+    NCCLCHECK(ncclGroupStart());
+    NCCLCHECK(ncclSend(a2a, B, ncclInt32, rank, comm, NULL));
+    NCCLCHECK(ncclRecv(got, B - 1, ncclInt32, rank, comm, NULL));
+    CHECK(ncclGroupEnd() == ncclInvalidArgument);
+    free(a2a);
+    free(got);
+
     /* sum of (scalar x input): scalar 0.5 read now, then one read at each call */
     float       scalar = 0.5f, in[64], out[64];
     ncclRedOp_t half, dev;
@@ -139,6 +169,23 @@ static void test_p2p_and_premul(ncclComm_t comm, int rank, int n)
     NCCLCHECK(ncclReduce(in, out, 64, ncclFloat, half, 0, comm, NULL));
     CHECK(rank != 0 || out[1] == (float)(n * (n + 1) / 2));
     CHECK(ncclAllReduce(in, out, 64, ncclDouble, half, comm, NULL) == ncclInvalidArgument);
+    /* refused before any scaling: a count whose bytes overflow, memory the host cannot read
+     * (a PROT_NONE page stands in for device memory); neither breaks the communicator */
+    CHECK(ncclAllReduce(in, out, (size_t)1 << 62, ncclFloat, half, comm, NULL) ==
+          ncclInvalidArgument);
+    CHECK(strstr(ncclGetLastError(comm), "too large") != NULL);
+    CHECK(ncclReduceScatter(in, out, (size_t)1 << 61, ncclFloat, half, comm, NULL) ==
+          ncclInvalidArgument);
+    void *none = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    CHECK(none != MAP_FAILED);
+    CHECK(ncclAllReduce(none, out, 64, ncclFloat, half, comm, NULL) == ncclInvalidArgument);
+    CHECK(strstr(ncclGetLastError(comm), "not memory the host can read") != NULL);
+    munmap(none, 4096);
+    ncclResult_t async = ncclInternalError;
+    NCCLCHECK(ncclCommGetAsyncError(comm, &async));
+    CHECK(async == ncclSuccess);
+    NCCLCHECK(ncclAllReduce(in, out, 64, ncclFloat, half, comm, NULL));
+    CHECK(out[0] == (float)(n * (n + 1) / 2));
     NCCLCHECK(ncclRedOpDestroy(half, comm));
     NCCLCHECK(ncclRedOpDestroy(dev, comm));
     CHECK(ncclRedOpDestroy(half, comm) == ncclInvalidArgument);
@@ -251,6 +298,30 @@ static int run_init_all(void)
     }
     NCCLCHECK(ncclGroupEnd());
     NCCLCHECK(ncclGroupEnd());
+    /* splits from one thread: in a group, made at ncclGroupEnd (colors 0 1 0, keys reversed) */
+    ncclComm_t sub[ND];
+    NCCLCHECK(ncclGroupStart());
+    for (int i = 0; i < ND; i++) {
+        NCCLCHECK(ncclCommSplit(comms[i], i % 2, -i, &sub[i], NULL));
+    }
+    NCCLCHECK(ncclGroupEnd());
+    for (int i = 0; i < ND; i++) {
+        int sn = -1, sr = -1;
+        CHECK(sub[i] != NULL);
+        NCCLCHECK(ncclCommCount(sub[i], &sn));
+        NCCLCHECK(ncclCommUserRank(sub[i], &sr));
+        CHECK(sn == (i % 2 == 0 ? 2 : 1) && sr == (i == 0 ? 1 : 0));
+        buf[i][0] = (float)(i + 1);
+    }
+    NCCLCHECK(ncclGroupStart());
+    for (int i = 0; i < ND; i++) {
+        NCCLCHECK(ncclAllReduce(buf[i], buf[i], 1, ncclFloat, ncclSum, sub[i], NULL));
+    }
+    NCCLCHECK(ncclGroupEnd());
+    CHECK(buf[0][0] == 4.0f && buf[1][0] == 2.0f && buf[2][0] == 4.0f);
+    for (int i = 0; i < ND; i++) {
+        NCCLCHECK(ncclCommDestroy(sub[i]));
+    }
     /* NCCL's usual teardown, one communicator after the other from one thread */
     for (int i = 0; i < ND; i++) {
         NCCLCHECK(ncclCommFinalize(comms[i]));
