@@ -128,7 +128,14 @@ coll_result_t coll_compress_onebit_start(coll_compress_t *c)
     c->stats.payload_bytes = (n + 1) * bytes;
     c->stats.wire_bytes    = 2 * coll_compress_gather_wire(c, bytes);
     st = coll_ialltoall(c->wsend, c->wrecv, c->block_words, COLL_UINT32, c->comm, &c->req);
-    if (st != COLL_OK) {
+    if (st != COLL_OK) { /* nothing sent: what was compressed goes back into the residual */
+        for (size_t r = 0; r < n; r++) {
+            size_t valid = onebit_valid(c, r);
+            if (valid > 0) {
+                onebit_decode(c, c->wsend + r * c->block_words, valid, c->residual + r * c->shard,
+                              1);
+            }
+        }
         return compress_error(st, "coll_compress_start", "1-bit all-to-all (reduce-scatter): %s",
                               coll_comm_last_error(c->comm));
     }
