@@ -46,8 +46,19 @@ coll_dtype_t to_dtype(const at::Tensor &t)
     }
 }
 
-coll_redop_t to_op(const c10d::ReduceOp &op)
+// Booleans travel as bytes: a sum is a logical or, a product a logical and (as NCCL maps them),
+// so the result stays 0 or 1.
+coll_redop_t to_op(const c10d::ReduceOp &op, const at::Tensor &t)
 {
+    if (t.scalar_type() == at::kBool) {
+        TORCH_CHECK(op != c10d::ReduceOp::AVG, "coll backend: AVG is not defined for bool tensors");
+        if (op == c10d::ReduceOp::SUM) {
+            return COLL_MAX;
+        }
+        if (op == c10d::ReduceOp::PRODUCT) {
+            return COLL_MIN;
+        }
+    }
     switch (op) {
     case c10d::ReduceOp::SUM: return COLL_SUM;
     case c10d::ReduceOp::PRODUCT: return COLL_PROD;
@@ -148,7 +159,7 @@ class ProcessGroupColl : public c10d::ProcessGroup {
         void        *p  = t.data_ptr();
         size_t       n  = t.numel();
         coll_dtype_t dt = to_dtype(t);
-        coll_redop_t op = to_op(opts.reduceOp);
+        coll_redop_t op = to_op(opts.reduceOp, t);
         coll_comm_t *c  = comm_;
         return start(c10d::OpType::ALLREDUCE, {t}, [t, p, n, dt, op, c](coll_request_t **r) {
             return r == nullptr ? coll_allreduce(p, p, n, dt, op, c)
@@ -177,7 +188,7 @@ class ProcessGroupColl : public c10d::ProcessGroup {
         void        *p    = t.data_ptr();
         size_t       n    = t.numel();
         coll_dtype_t dt   = to_dtype(t);
-        coll_redop_t op   = to_op(opts.reduceOp);
+        coll_redop_t op   = to_op(opts.reduceOp, t);
         int          root = (int)opts.rootRank;
         coll_comm_t *c    = comm_;
         return start(c10d::OpType::REDUCE, {t}, [t, p, n, dt, op, root, c](coll_request_t **r) {
@@ -224,6 +235,8 @@ class ProcessGroupColl : public c10d::ProcessGroup {
         at::Tensor in = contiguous(input, "input"), out = contiguous(output, "output");
         TORCH_CHECK(out.numel() == in.numel() * getSize(),
                     "coll backend: _allgather_base output must hold size x input elements");
+        TORCH_CHECK(out.scalar_type() == in.scalar_type(), "coll backend: _allgather_base output is ",
+                    out.scalar_type(), ", input ", in.scalar_type(), ": expected one type");
         size_t       n  = in.numel();
         coll_dtype_t dt = to_dtype(in);
         coll_comm_t *c  = comm_;
@@ -249,7 +262,7 @@ class ProcessGroupColl : public c10d::ProcessGroup {
         }
         size_t       n  = out.numel();
         coll_dtype_t dt = to_dtype(out);
-        coll_redop_t op = to_op(opts.reduceOp);
+        coll_redop_t op = to_op(opts.reduceOp, out);
         coll_comm_t *c  = comm_;
         auto flat = std::make_shared<at::Tensor>(); // kept until the request ends
         return start(c10d::OpType::REDUCE_SCATTER, {out},
@@ -272,9 +285,11 @@ class ProcessGroupColl : public c10d::ProcessGroup {
         at::Tensor in = contiguous(input, "input"), out = contiguous(output, "output");
         TORCH_CHECK(in.numel() == out.numel() * getSize(),
                     "coll backend: _reduce_scatter_base input must hold size x output elements");
+        TORCH_CHECK(out.scalar_type() == in.scalar_type(), "coll backend: _reduce_scatter_base output is ",
+                    out.scalar_type(), ", input ", in.scalar_type(), ": expected one type");
         size_t       n  = out.numel();
         coll_dtype_t dt = to_dtype(out);
-        coll_redop_t op = to_op(opts.reduceOp);
+        coll_redop_t op = to_op(opts.reduceOp, out);
         coll_comm_t *c  = comm_;
         return start(c10d::OpType::_REDUCE_SCATTER_BASE, {out},
                      [in, out, n, dt, op, c](coll_request_t **r) {
@@ -296,6 +311,8 @@ class ProcessGroupColl : public c10d::ProcessGroup {
         at::Tensor in = contiguous(input, "input"), out = contiguous(output, "output");
         TORCH_CHECK(in.numel() == out.numel() && in.numel() % getSize() == 0,
                     "coll backend: alltoall_base needs equal sizes divisible by the world size");
+        TORCH_CHECK(out.scalar_type() == in.scalar_type(), "coll backend: alltoall_base output is ",
+                    out.scalar_type(), ", input ", in.scalar_type(), ": expected one type");
         size_t       n  = in.numel() / getSize();
         coll_dtype_t dt = to_dtype(in);
         coll_comm_t *c  = comm_;

@@ -88,6 +88,29 @@ out = torch.empty(333 * ws)
 dist.all_gather_into_tensor(out, a, group=coll)
 same(out, torch.cat(lb), "all_gather_into_tensor")
 
+# an output of another type than the input: refused, nothing written
+out = torch.zeros(333 * ws * 2, dtype=torch.float16)
+try:
+    dist.all_gather_into_tensor(out[:333 * ws], a, group=coll)
+    raise AssertionError(f"rank {rank}: all_gather_into_tensor float32 -> float16 was accepted")
+except RuntimeError as e:
+    assert "expected one type" in str(e), e
+same(out, torch.zeros(333 * ws * 2, dtype=torch.float16), "refused all_gather_into_tensor")
+try:
+    dist.reduce_scatter_tensor(torch.empty(4), torch.zeros(4 * ws, dtype=torch.float64),
+                               group=coll)
+    raise AssertionError(f"rank {rank}: reduce_scatter_tensor float64 -> float32 was accepted")
+except RuntimeError as e:
+    assert "expected one type" in str(e), e
+
+# bool: a sum is a logical or, a product a logical and (as NCCL), results stay 0 or 1
+t = torch.tensor([rank == 0, True, False, rank == 1])
+dist.all_reduce(t, group=coll)
+same(t, torch.tensor([True, True, False, ws > 1]), "all_reduce SUM of bool")
+t = torch.tensor([rank == 0, True, False, rank == 1])
+dist.all_reduce(t, op=dist.ReduceOp.PRODUCT, group=coll)
+same(t, torch.tensor([ws == 1, True, False, False]), "all_reduce PRODUCT of bool")
+
 # reduce_scatter (gloo has none here): each rank's part of the sum
 parts = [data(torch.float32, 100, salt=i) for i in range(ws)]
 out = torch.empty(100)
