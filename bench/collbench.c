@@ -232,6 +232,25 @@ static int cb_parse_opt(cb_opts_t *o, int c, const char *arg)
     return 0;
 }
 
+/* nccl-tests' NCCL_TESTS_MIN_BW (GB/s): the pass mark of the average busbw; -1 when not set.
+ * Returns 0, or -1 after printing why the value is wrong. */
+static int cb_parse_min_bw(cb_opts_t *o)
+{
+    const char *s = getenv("NCCL_TESTS_MIN_BW");
+    char       *end;
+
+    o->min_bw = -1;
+    if (s == NULL || s[0] == '\0') {
+        return 0;
+    }
+    o->min_bw = strtod(s, &end);
+    if (end == s || *end != '\0' || !(o->min_bw >= 0 && o->min_bw < 1e9)) {
+        fprintf(stderr, "collbench: NCCL_TESTS_MIN_BW '%s' is not a bandwidth in GB/s\n", s);
+        return -1;
+    }
+    return 0;
+}
+
 /* Returns 0 to run, 1 after -h, 2 on a usage error. */
 static int cb_parse_args(int argc, char **argv, cb_opts_t *o)
 {
@@ -260,6 +279,9 @@ static int cb_parse_args(int argc, char **argv, cb_opts_t *o)
     }
     if (o->coll == NULL) {
         o->coll = &cb_colls[0];
+    }
+    if (cb_parse_min_bw(o) != 0) {
+        return 2;
     }
     if (optind < argc || o->minbytes > o->maxbytes ||
         (o->stepfactor <= 1 && o->stepbytes == 0 && o->minbytes < o->maxbytes)) {
@@ -706,6 +728,7 @@ int main(int argc, char **argv)
     static cb_ctx_t x;
     coll_result_t   res;
     char            tmo[32];
+    double          avg_busbw;
     int             rc;
 
     rc = cb_parse_args(argc, argv, &x.o);
@@ -742,8 +765,9 @@ int main(int argc, char **argv)
     }
     cb_print_header(&x);
     cb_run_all(&x);
+    avg_busbw = x.bw_count > 0 ? x.bw_sum / (double)x.bw_count : 0;
     if (x.rank == 0) {
-        cb_out_footer(&x.out, x.errors, x.bw_count > 0 ? x.bw_sum / (double)x.bw_count : 0);
+        cb_out_footer(&x.out, x.errors, avg_busbw);
     }
     if (x.o.reg) {
         coll_comm_deregister(x.comm, x.sreg);
@@ -760,5 +784,5 @@ int main(int argc, char **argv)
                 coll_strerror(res));
         return 1;
     }
-    return x.errors != 0 ? 1 : 0;
+    return x.errors != 0 || cb_bw_failed(&x.o, avg_busbw) ? 1 : 0;
 }

@@ -137,7 +137,14 @@ typedef struct {
     int              cuda;                          /* -M cuda: buffers in device memory */
     int              reg; /* -R 1|2: buffers from coll_mem_alloc, registered (coll_comm_register) */
     double           bound_gbs; /* --bound GB/s: print % of the memory-bandwidth bound; 0 off */
+    double           min_bw;    /* NCCL_TESTS_MIN_BW in GB/s, or -1 when it is not set */
 } cb_opts_t;
+
+/* NCCL_TESTS_MIN_BW, as nccl-tests applies it: the average busbw fails below 90% of it. */
+static inline int cb_bw_failed(const cb_opts_t *o, double avg_busbw)
+{
+    return o->min_bw >= 0 && avg_busbw < 0.9 * o->min_bw;
+}
 
 /* ---- collbench_cuda.c: device buffers (--memory cuda); stubs without CUDA ---- */
 

@@ -242,9 +242,14 @@ void cb_out_line_end(cb_out_t *w, size_t bytes, const cb_test_t *t, const cb_hal
 
 void cb_out_footer(cb_out_t *w, uint64_t errors, double avg_busbw)
 {
+    int bw_failed = cb_bw_failed(w->o, avg_busbw); /* 0 without NCCL_TESTS_MIN_BW */
+
     printf("# %-20s : %llu %s\n", "Out of bounds values", (unsigned long long)errors,
            errors != 0 ? "FAILED" : "OK");
-    printf("# %-20s : %g %s\n", "Avg bus bandwidth", avg_busbw, "");
+    printf("# %-20s : %g %s\n", "Avg bus bandwidth", avg_busbw,
+           w->o->min_bw < 0 ? ""
+           : bw_failed      ? "FAILED"
+                            : "OK");
     printf("#\n# Collective test concluded: %s\n", w->o->coll->nccl_name);
     fflush(stdout);
     if (w->csv != NULL) {
@@ -253,8 +258,11 @@ void cb_out_footer(cb_out_t *w, uint64_t errors, double avg_busbw)
     if (w->json != NULL) {
         fprintf(w->json,
                 "\n  ],\n  \"out_of_bounds\": {\"count\": %llu, \"okay\": %s},\n"
-                "  \"average_bus_bandwidth\": {\"bandwidth\": %.9g}\n}\n",
-                (unsigned long long)errors, errors != 0 ? "false" : "true", avg_busbw);
+                "  \"average_bus_bandwidth\": {\"bandwidth\": %.9g%s}\n}\n",
+                (unsigned long long)errors, errors != 0 ? "false" : "true", avg_busbw,
+                w->o->min_bw < 0 ? ""
+                : bw_failed      ? ", \"okay\": false"
+                                 : ", \"okay\": true");
         fclose(w->json);
     }
 }

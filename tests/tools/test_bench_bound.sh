@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: MIT
 # bench/membw prints a positive bandwidth for each kernel and thread count and refuses bad
 # options, as does bench/cma_bw for each way of copying; collbench --bound adds a %bound column equal to 100 * 2n * algbw / GBPS for an
-# all-reduce and (n + 1) * algbw for an all-gather, and refuses a bad GBPS; bench/compare
-# refuses bad options with exit 2. Exit status: 0 pass, 1 fail, 99 not built.
+# all-reduce and (n + 1) * algbw for an all-gather, and refuses a bad GBPS; collbench applies
+# NCCL_TESTS_MIN_BW as nccl-tests does; bench/compare refuses bad options with exit 2.
+# Exit status: 0 pass, 1 fail, 99 not built.
 set -u
 top_builddir=${top_builddir:-.}
 srcdir=${srcdir:-.}
@@ -51,6 +52,31 @@ for v in 0 -1 x 1e9; do
     if "$top_builddir/collbench" --bound "$v" >/dev/null 2>&1; then bad "collbench --bound $v accepted"
     else ok "collbench refuses --bound $v"; fi
 done
+# NCCL_TESTS_MIN_BW, as in nccl-tests: "Avg bus bandwidth" ends in FAILED below 90% of it (and
+# the status is 1) or OK, and the JSON's average_bus_bandwidth gets "okay"; unset, neither.
+min_bw() { # value ("-" for unset): status in st
+    if [ "$1" = - ]; then set -- env -u NCCL_TESTS_MIN_BW; else set -- env NCCL_TESTS_MIN_BW="$1"; fi
+    "$@" "$top_builddir/collrun" -n 2 "$top_builddir/collbench" -b 64K -e 64K -n 2 -w 1 \
+        -J "$tmp/mb.json" >"$tmp/mb" 2>&1
+    st=$?
+}
+avg='^# Avg bus bandwidth    : [0-9.e+-]*'
+jsn='"average_bus_bandwidth": {"bandwidth": [0-9.e+-]*'
+min_bw 1e6
+if [ $st = 1 ] && grep -q "$avg FAILED\$" "$tmp/mb" && grep -q "$jsn, \"okay\": false}\$" "$tmp/mb.json"
+then ok "NCCL_TESTS_MIN_BW=1e6: FAILED, okay false, status 1"
+else bad "NCCL_TESTS_MIN_BW=1e6 (status $st)"; cat "$tmp/mb" "$tmp/mb.json"; fi
+min_bw 1e-9
+if [ $st = 0 ] && grep -q "$avg OK\$" "$tmp/mb" && grep -q "$jsn, \"okay\": true}\$" "$tmp/mb.json"
+then ok "NCCL_TESTS_MIN_BW=1e-9: OK, okay true, status 0"
+else bad "NCCL_TESTS_MIN_BW=1e-9 (status $st)"; cat "$tmp/mb" "$tmp/mb.json"; fi
+min_bw -
+if [ $st = 0 ] && grep -q "$avg \$" "$tmp/mb" && grep -q "$jsn}\$" "$tmp/mb.json"
+then ok "no NCCL_TESTS_MIN_BW: no verdict, no okay"
+else bad "no NCCL_TESTS_MIN_BW (status $st)"; cat "$tmp/mb" "$tmp/mb.json"; fi
+min_bw x
+if [ $st = 2 ] && grep -q "NCCL_TESTS_MIN_BW 'x' is not a bandwidth" "$tmp/mb"
+then ok "NCCL_TESTS_MIN_BW=x refused"; else bad "NCCL_TESTS_MIN_BW=x (status $st)"; cat "$tmp/mb"; fi
 for a in "-n x" "-r 0" "-C bogus" "-z"; do
     # shellcheck disable=SC2086
     (cd "$top_builddir" && sh "$srcdir/bench/compare" $a >/dev/null 2>"$tmp/e")
