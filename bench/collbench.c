@@ -232,6 +232,110 @@ static int cb_parse_opt(cb_opts_t *o, int c, const char *arg)
     return 0;
 }
 
+/* ---- -A: the algorithms the library has ---- */
+
+static void cb_trim(const char **s, size_t *len)
+{
+    for (; *len > 0 && (**s == ' ' || **s == '\t'); (*s)++, (*len)--) {
+    }
+    for (; *len > 0 && ((*s)[*len - 1] == ' ' || (*s)[*len - 1] == '\t'); (*len)--) {
+    }
+}
+
+/* Does the comma list hold name (len bytes)? */
+static int cb_list_has(const char *list, const char *name, size_t len)
+{
+    while (*list != '\0') {
+        size_t n = strcspn(list, ",");
+
+        if (n == len && strncmp(list, name, len) == 0) {
+            return 1;
+        }
+        list += n + (list[n] == ',');
+    }
+    return 0;
+}
+
+/* The library's algorithm called name (len bytes) into *a_p; 0, or -1 after saying that the
+ * library has none (spec: the whole -A value). */
+static int cb_algo_find(const char *spec, const char *name, size_t len, coll_algo_info_t *a_p)
+{
+    for (int i = 0; i < coll_algo_count(); i++) {
+        if (coll_algo_get(i, a_p) == COLL_OK && strlen(a_p->name) == len &&
+            strncmp(a_p->name, name, len) == 0) {
+            return 0;
+        }
+    }
+    fprintf(stderr, "collbench: -A %s: libcoll has no algorithm %.*s; it has", spec, (int)len,
+            name);
+    for (int i = 0; i < coll_algo_count(); i++) {
+        if (coll_algo_get(i, a_p) == COLL_OK) {
+            fprintf(stderr, " %s", a_p->name);
+        }
+    }
+    fputc('\n', stderr);
+    return -1;
+}
+
+/*
+ * -A takes COLL_ALGO's entries, "algo" or "coll:algo". The library skips an entry whose
+ * algorithm it lacks or that does not implement the collective and picks by cost, while the
+ * header and the JSON would name the entry: so every algorithm must exist and implement its
+ * entry's collective, and one entry must force the collective under test. Returns 0, or -1
+ * after printing why not.
+ */
+static int cb_check_algo(const cb_opts_t *o)
+{
+    coll_algo_info_t a;
+    coll_algo_info_t miss = {NULL, NULL, NULL}; /* the first entry "algo" that lacks coll */
+    const char      *p = o->algo, *coll = o->coll->name;
+    int              forced = 0, found = 0;
+
+    while (*p != '\0') {
+        size_t      len = strcspn(p, ","), clen = 0;
+        const char *name = p, *c = p, *colon = memchr(p, ':', len);
+
+        p += len + (p[len] == ',');
+        if (colon != NULL) {
+            clen = (size_t)(colon - c);
+            name = colon + 1;
+            len -= clen + 1;
+            cb_trim(&c, &clen);
+        }
+        cb_trim(&name, &len);
+        if (len == 0 || (len == 4 && strncmp(name, "auto", 4) == 0)) {
+            continue; /* no choice: the library picks by cost */
+        }
+        if (cb_algo_find(o->algo, name, len, &a) != 0) {
+            return -1;
+        }
+        if (colon != NULL && !cb_list_has(a.colls, c, clen)) {
+            fprintf(stderr,
+                    "collbench: -A %s: algorithm %s does not implement %.*s (it implements %s)\n",
+                    o->algo, a.name, (int)clen, c, a.colls);
+            return -1;
+        }
+        forced++;
+        if (colon == NULL ? cb_list_has(a.colls, coll, strlen(coll))
+                          : clen == strlen(coll) && strncmp(c, coll, clen) == 0) {
+            found = 1;
+        } else if (colon == NULL && miss.name == NULL) {
+            miss = a;
+        }
+    }
+    if (forced > 0 && !found) {
+        if (miss.name != NULL) {
+            fprintf(stderr,
+                    "collbench: -A %s: algorithm %s does not implement %s (it implements %s)\n",
+                    o->algo, miss.name, coll, miss.colls);
+        } else {
+            fprintf(stderr, "collbench: -A %s: forces no algorithm for %s\n", o->algo, coll);
+        }
+        return -1;
+    }
+    return 0;
+}
+
 /* nccl-tests' NCCL_TESTS_MIN_BW (GB/s): the pass mark of the average busbw; -1 when not set.
  * Returns 0, or -1 after printing why the value is wrong. */
 static int cb_parse_min_bw(cb_opts_t *o)
@@ -280,7 +384,7 @@ static int cb_parse_args(int argc, char **argv, cb_opts_t *o)
     if (o->coll == NULL) {
         o->coll = &cb_colls[0];
     }
-    if (cb_parse_min_bw(o) != 0) {
+    if (cb_parse_min_bw(o) != 0 || (o->algo != NULL && cb_check_algo(o) != 0)) {
         return 2;
     }
     if (optind < argc || o->minbytes > o->maxbytes ||

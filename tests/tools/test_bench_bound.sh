@@ -3,7 +3,8 @@
 # bench/membw prints a positive bandwidth for each kernel and thread count and refuses bad
 # options, as does bench/cma_bw for each way of copying; collbench --bound adds a %bound column equal to 100 * 2n * algbw / GBPS for an
 # all-reduce and (n + 1) * algbw for an all-gather, and refuses a bad GBPS; collbench applies
-# NCCL_TESTS_MIN_BW as nccl-tests does; bench/compare refuses bad options with exit 2.
+# NCCL_TESTS_MIN_BW as nccl-tests does and refuses an -A algorithm that cannot run the
+# collective; bench/compare refuses bad options with exit 2.
 # Exit status: 0 pass, 1 fail, 99 not built.
 set -u
 top_builddir=${top_builddir:-.}
@@ -77,6 +78,24 @@ else bad "no NCCL_TESTS_MIN_BW (status $st)"; cat "$tmp/mb" "$tmp/mb.json"; fi
 min_bw x
 if [ $st = 2 ] && grep -q "NCCL_TESTS_MIN_BW 'x' is not a bandwidth" "$tmp/mb"
 then ok "NCCL_TESTS_MIN_BW=x refused"; else bad "NCCL_TESTS_MIN_BW=x (status $st)"; cat "$tmp/mb"; fi
+# -A: an algorithm the library lacks, or one that does not implement the collective (which
+# the library would skip, picking by cost), exits 2 naming both; one that implements it runs.
+algo_refused() { # args message
+    # shellcheck disable=SC2086
+    "$top_builddir/collbench" $1 -b 8 -e 8 -n 1 -w 0 >/dev/null 2>"$tmp/e"
+    st=$?
+    if [ $st = 2 ] && grep -qF -- "$2" "$tmp/e"; then ok "collbench $1 refused"
+    else bad "collbench $1 (status $st)"; cat "$tmp/e"; fi
+}
+algo_refused "-A nosuch" "-A nosuch: libcoll has no algorithm nosuch; it has ring "
+algo_refused "-C alltoall -A ring" "-A ring: algorithm ring does not implement alltoall"
+algo_refused "-A allgather:tree" "-A allgather:tree: algorithm tree does not implement allgather"
+algo_refused "-A allgather:ring" "-A allgather:ring: forces no algorithm for allreduce"
+"$top_builddir/collrun" -n 2 "$top_builddir/collbench" -C allgather -A tree,bruck -b 8 -e 8 \
+    -n 1 -w 0 >"$tmp/a" 2>&1
+st=$?
+if [ $st = 0 ] && grep -q '^# Algorithm: COLL_ALGO=tree,bruck$' "$tmp/a"
+then ok "collbench -C allgather -A tree,bruck runs"; else bad "-A tree,bruck (status $st)"; cat "$tmp/a"; fi
 for a in "-n x" "-r 0" "-C bogus" "-z"; do
     # shellcheck disable=SC2086
     (cd "$top_builddir" && sh "$srcdir/bench/compare" $a >/dev/null 2>"$tmp/e")
