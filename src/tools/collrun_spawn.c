@@ -224,6 +224,52 @@ static void spawn_env_build(const collrun_job_t *job, int rank, collrun_env_t *e
     }
 }
 
+/*
+ * The value -x argument i gives its variable: VALUE, or for -x NAME the value NAME has in
+ * collrun's environment. NULL when it gives none (NAME not set there) or when a later -x gives
+ * the variable a value: the last one wins. collrun never changes its own environment, and a
+ * child sets each variable once, after asking about it, so getenv still reads collrun's value.
+ */
+static const char *spawn_xvar(const collrun_opts_t *o, int i)
+{
+    const char *x = o->xvars[i];
+    size_t      n = strcspn(x, "=");
+
+    for (int j = i + 1; j < o->nxvars; j++) {
+        const char *y = o->xvars[j];
+
+        if (strcspn(y, "=") == n && strncmp(x, y, n) == 0 && (y[n] == '=' || getenv(y) != NULL)) {
+            return NULL;
+        }
+    }
+    return x[n] == '=' ? x + n + 1 : getenv(x);
+}
+
+/* The -x argument that gives variable name its value, or -1 if none does. */
+static int spawn_xvar_find(const collrun_opts_t *o, const char *name)
+{
+    size_t n = strlen(name);
+
+    for (int i = 0; i < o->nxvars; i++) {
+        if (strcspn(o->xvars[i], "=") == n && strncmp(o->xvars[i], name, n) == 0 &&
+            spawn_xvar(o, i) != NULL) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+/* Does collrun set the variable whose name is the first len bytes of name? */
+static int spawn_env_has(const collrun_env_t *env, const char *name, size_t len)
+{
+    for (int i = 0; i < env->n; i++) {
+        if (strlen(env->name[i]) == len && strncmp(env->name[i], name, len) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* Writes s so that a shell reads it back as one word. */
 static void spawn_print_word(FILE *f, const char *s)
 {
@@ -245,7 +291,8 @@ static void spawn_print_word(FILE *f, const char *s)
     fputc('\'', f);
 }
 
-/* -v: "collrun: rank 1: COLL_RANK=1 ... [-x variables] prog args", as one write. */
+/* -v: "collrun: rank 1: COLL_RANK=1 ... [-x variables] prog args", as one write; every
+ * variable once, with the value the rank gets. */
 static void spawn_print(const collrun_job_t *job, int rank, const collrun_env_t *env)
 {
     char  *line = NULL;
@@ -262,15 +309,17 @@ static void spawn_print(const collrun_job_t *job, int rank, const collrun_env_t 
         fprintf(f, " (pinned to CPU %d)", cpu);
     }
     for (i = 0; i < env->n; i++) {
+        int x = spawn_xvar_find(job->opts, env->name[i]);
+
         fprintf(f, " %s=", env->name[i]);
-        spawn_print_word(f, env->value[i]);
+        spawn_print_word(f, x >= 0 ? spawn_xvar(job->opts, x) : env->value[i]);
     }
     for (i = 0; i < job->opts->nxvars; i++) {
         const char *x     = job->opts->xvars[i];
         size_t      nlen  = strcspn(x, "=");
-        const char *value = x[nlen] == '=' ? x + nlen + 1 : getenv(x); /* -x NAME: as here */
+        const char *value = spawn_xvar(job->opts, i);
 
-        if (value != NULL) {
+        if (value != NULL && !spawn_env_has(env, x, nlen)) { /* else printed above */
             fprintf(f, " %.*s=", (int)nlen, x);
             spawn_print_word(f, value);
         }
@@ -337,11 +386,15 @@ static void spawn_child(const collrun_job_t *job, int rank, const collrun_env_t 
         (dup2(out_fds[0], STDOUT_FILENO) < 0 || dup2(out_fds[1], STDERR_FILENO) < 0)) {
         spawn_child_fail(err_fd, SPAWN_STAGE_STDIO);
     }
+    /* -x overrides collrun's variables. -x NAME keeps collrun's own value, so the variable
+     * -x sets is left alone here; -x NAME=VALUE is set after, the last one per variable. */
     for (i = 0; i < env->n; i++) {
-        setenv(env->name[i], env->value[i], 1);
+        if (spawn_xvar_find(job->opts, env->name[i]) < 0) {
+            setenv(env->name[i], env->value[i], 1);
+        }
     }
     for (i = 0; i < job->opts->nxvars; i++) {
-        if (strchr(job->opts->xvars[i], '=') != NULL) {
+        if (strchr(job->opts->xvars[i], '=') != NULL && spawn_xvar(job->opts, i) != NULL) {
             putenv((char *)job->opts->xvars[i]);
         }
     }

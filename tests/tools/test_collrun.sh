@@ -121,6 +121,19 @@ run --torch-env -x COLLRUN_T=a=b -n 2 sh -c \
      test "$COLLRUN_T" = a=b'
 [ "$rc" -eq 0 ] && pass "--torch-env and -x" || fail "--torch-env/-x: status $rc: $(cat "$T/err")"
 
+# ---- 2a. -x NAME exports collrun's own value, over collrun's; -v shows each variable once ----
+export MASTER_PORT=1234
+run -v -n 1 --torch-env -x MASTER_PORT -x COLLRUN_T=1 -x COLLRUN_T=2 sh -c \
+    'echo "$MASTER_PORT $COLLRUN_T"'
+unset MASTER_PORT
+if [ "$rc" -eq 0 ] && [ "$(cat "$T/out")" = "1234 2" ] &&
+    [ "$(grep -o ' MASTER_PORT=[0-9]*' "$T/err")" = " MASTER_PORT=1234" ] &&
+    [ "$(grep -o ' COLLRUN_T=[0-9]*' "$T/err")" = " COLLRUN_T=2" ]; then
+    pass "-x NAME over --torch-env's MASTER_PORT, the last -x wins, -v shows them once"
+else
+    fail "-x MASTER_PORT: status $rc, out: $(cat "$T/out"), stderr: $(cat "$T/err")"
+fi
+
 # ---- 2b. pinning: rank r on the r-th CPU where the ranks fill collrun's CPUs exactly ----
 unset COLL_BIND
 ncpu=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)
