@@ -6,7 +6,8 @@
  * options and measures; the collectives (counts, patterns, checks) are in collbench_ops.c and
  * the formatting in collbench_out.c. Public coll.h only. --memory cuda puts the buffers in device
  * memory and enqueues the timed calls on a stream, synchronised once per size as nccl-tests
- * does (collbench_cuda.c); no -m/-G/-I modes.
+ * does (collbench_cuda.c). nccl-tests' -m/-G/-I/... modes are not implemented: those options
+ * are accepted at their defaults only.
  */
 #include "collbench.h"
 
@@ -20,6 +21,9 @@
 #include <unistd.h>
 
 #define CB_MAX_WRONG_REPORTS 8 /* messages about wrong values per rank */
+
+/* Long options without a letter (values above every char). */
+enum { CB_OPT_CSV = 256, CB_OPT_CPUTIME };
 
 /* Per-process state of the run. */
 typedef struct {
@@ -77,7 +81,9 @@ static void cb_usage(FILE *f, const char *prog)
             "      --bound GBPS         add %%bound: time of the memory-bandwidth bound (GBPS =\n"
             "                           bench/membw copy GB/s, all threads) over measured time\n"
             "  -J, --json FILE          also write the results as JSON\n"
-            "  -t 1, -g 1               accepted: one rank per process;  -h, --help  this help\n",
+            "  -t 1, -g 1               accepted: one rank per process;  -h, --help  this help\n"
+            "  -m 1, -p 0|1, -y 0, -G 0, -S 0, -u 0, -I 0, -K 0, -x 0, -D 0, -V N, -M 0, -C 0|1\n"
+            "                           nccl-tests' options at values that change nothing\n",
             prog);
 }
 
@@ -115,32 +121,45 @@ static int cb_parse_int(const char *s, long lo, long hi, int *v_p)
 }
 
 /* nccl-tests' long names, plus --coll, --algo, --csv and --json. */
-static const struct option cb_longopts[] = {{"coll", required_argument, NULL, 'C'},
-                                            {"minbytes", required_argument, NULL, 'b'},
-                                            {"maxbytes", required_argument, NULL, 'e'},
-                                            {"stepbytes", required_argument, NULL, 'i'},
-                                            {"stepfactor", required_argument, NULL, 'f'},
-                                            {"iters", required_argument, NULL, 'n'},
-                                            {"warmup_iters", required_argument, NULL, 'w'},
-                                            {"run_cycles", required_argument, NULL, 'N'},
-                                            {"check", required_argument, NULL, 'c'},
-                                            {"op", required_argument, NULL, 'o'},
-                                            {"datatype", required_argument, NULL, 'd'},
-                                            {"root", required_argument, NULL, 'r'},
-                                            {"average", required_argument, NULL, 'a'},
-                                            {"blocking", required_argument, NULL, 'z'},
-                                            {"timeout", required_argument, NULL, 'T'},
-                                            {"algo", required_argument, NULL, 'A'},
-                                            {"csv", required_argument, NULL, 'S'},
-                                            {"bound", required_argument, NULL, 'B'},
-                                            {"json", required_argument, NULL, 'J'},
-                                            {"output_file", required_argument, NULL, 'J'},
-                                            {"nthreads", required_argument, NULL, 't'},
-                                            {"ngpus", required_argument, NULL, 'g'},
-                                            {"memory", required_argument, NULL, 'M'},
-                                            {"local_register", required_argument, NULL, 'R'},
-                                            {"help", no_argument, NULL, 'h'},
-                                            {NULL, 0, NULL, 0}};
+static const struct option cb_longopts[] = {
+    {"coll", required_argument, NULL, 'C'},
+    {"minbytes", required_argument, NULL, 'b'},
+    {"maxbytes", required_argument, NULL, 'e'},
+    {"stepbytes", required_argument, NULL, 'i'},
+    {"stepfactor", required_argument, NULL, 'f'},
+    {"iters", required_argument, NULL, 'n'},
+    {"warmup_iters", required_argument, NULL, 'w'},
+    {"run_cycles", required_argument, NULL, 'N'},
+    {"check", required_argument, NULL, 'c'},
+    {"op", required_argument, NULL, 'o'},
+    {"datatype", required_argument, NULL, 'd'},
+    {"root", required_argument, NULL, 'r'},
+    {"average", required_argument, NULL, 'a'},
+    {"blocking", required_argument, NULL, 'z'},
+    {"timeout", required_argument, NULL, 'T'},
+    {"algo", required_argument, NULL, 'A'},
+    {"csv", required_argument, NULL, CB_OPT_CSV},
+    {"bound", required_argument, NULL, 'B'},
+    {"json", required_argument, NULL, 'J'},
+    {"output_file", required_argument, NULL, 'J'},
+    {"nthreads", required_argument, NULL, 't'},
+    {"ngpus", required_argument, NULL, 'g'},
+    {"memory", required_argument, NULL, 'M'},
+    {"local_register", required_argument, NULL, 'R'},
+    {"agg_iters", required_argument, NULL, 'm'},
+    {"parallel_init", required_argument, NULL, 'p'},
+    {"stream_null", required_argument, NULL, 'y'},
+    {"cudagraph", required_argument, NULL, 'G'},
+    {"report_cputime", required_argument, NULL, CB_OPT_CPUTIME},
+    {"report_timestamps", required_argument, NULL, 'S'},
+    {"unalign", required_argument, NULL, 'u'},
+    {"per_iter_timing", required_argument, NULL, 'I'},
+    {"per_iter_skip", required_argument, NULL, 'K'},
+    {"cta_policy", required_argument, NULL, 'x'},
+    {"device_implementation", required_argument, NULL, 'D'},
+    {"device_cta_count", required_argument, NULL, 'V'},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0}};
 
 /* Integer options: letter, accepted range, field. */
 static const struct {
@@ -158,6 +177,47 @@ static const struct {
     {'f', 0, 1 << 20, offsetof(cb_opts_t, stepfactor)},
     {'R', 0, 2, offsetof(cb_opts_t, reg)},
 };
+
+/* nccl-tests' options for what collbench does not do: accepted at the values that change
+ * nothing (the defaults), refused at the others. */
+static const struct {
+    int         c;
+    const char *name;   /* long name */
+    long        lo, hi; /* the values accepted */
+    const char *why;    /* what collbench does instead */
+} cb_noopts[] = {
+    {'m', "agg_iters", 1, 1, "every timed iteration is one call"},
+    {'p', "parallel_init", 0, 1, "one rank per process, nothing to initialise in parallel"},
+    {'y', "stream_null", 0, 0, "--memory cuda enqueues on a stream of its own"},
+    {'G', "cudagraph", 0, 0, "no CUDA graph launches"},
+    {CB_OPT_CPUTIME, "report_cputime", 0, 1, "the calls block, so CPU and GPU times agree"},
+    {'S', "report_timestamps", 0, 0, "no timestamps"},
+    {'u', "unalign", 0, 0, "buffers are page-aligned"},
+    {'I', "per_iter_timing", 0, 0, "one time over all -n calls"},
+    {'K', "per_iter_skip", 0, 0, "no per-iteration timing"},
+    {'x', "cta_policy", -1, 0, "no CTA policy"},
+    {'D', "device_implementation", 0, 0, "no device implementation"},
+    {'V', "device_cta_count", 1, 128, "no device implementation"},
+};
+
+/* One of cb_noopts; returns 0, or -1 after printing why the value is refused. */
+static int cb_parse_noop(int i, const char *arg)
+{
+    long lo = cb_noopts[i].lo, hi = cb_noopts[i].hi;
+    int  v;
+
+    if (cb_parse_int(arg, lo, hi, &v) == 0) {
+        return 0;
+    }
+    if (cb_noopts[i].c < CB_OPT_CSV) {
+        fprintf(stderr, "collbench: -%c %s (--%s)", cb_noopts[i].c, arg, cb_noopts[i].name);
+    } else {
+        fprintf(stderr, "collbench: --%s %s", cb_noopts[i].name, arg);
+    }
+    fprintf(stderr, " is not supported: %s; accepted: %ld", cb_noopts[i].why, lo);
+    fprintf(stderr, hi == lo ? "\n" : hi == lo + 1 ? " or %ld\n" : " to %ld\n", hi);
+    return -1;
+}
 
 /* One option that is not an integer; returns 1 if it is bad. */
 static int cb_parse_other(cb_opts_t *o, int c, const char *arg)
@@ -181,7 +241,7 @@ static int cb_parse_other(cb_opts_t *o, int c, const char *arg)
     case 'A':
         o->algo = arg;
         return 0;
-    case 'S':
+    case CB_OPT_CSV:
         o->csv = arg;
         return 0;
     case 'J':
@@ -192,9 +252,9 @@ static int cb_parse_other(cb_opts_t *o, int c, const char *arg)
         o->bound_gbs = strtod(arg, &end);
         return end == arg || *end != '\0' || !(o->bound_gbs > 0.0 && o->bound_gbs < 1e6);
     }
-    case 'M':
+    case 'M': /* also nccl-tests' -M 0 (no memory report): host memory */
         o->cuda = strcmp(arg, "cuda") == 0;
-        return !o->cuda && strcmp(arg, "host") != 0;
+        return !o->cuda && strcmp(arg, "host") != 0 && strcmp(arg, "0") != 0;
     case 'o':
         o->op = strcmp(arg, "all") == 0 ? -1 : cb_op_parse(arg);
         return o->op == -1 && strcmp(arg, "all") != 0;
@@ -215,6 +275,11 @@ static int cb_parse_opt(cb_opts_t *o, int c, const char *arg)
     size_t i;
     int    bad = -1;
 
+    for (i = 0; i < sizeof(cb_noopts) / sizeof(cb_noopts[0]); i++) {
+        if (cb_noopts[i].c == c) {
+            return cb_parse_noop((int)i, arg);
+        }
+    }
     for (i = 0; i < sizeof(cb_intopts) / sizeof(cb_intopts[0]) && bad < 0; i++) {
         if (cb_intopts[i].c == c) {
             bad = cb_parse_int(arg, cb_intopts[i].lo, cb_intopts[i].hi,
@@ -226,7 +291,9 @@ static int cb_parse_opt(cb_opts_t *o, int c, const char *arg)
     }
     if (bad) {
         fprintf(stderr, "collbench: invalid value '%s' for -%c%s\n", arg, c,
-                (c == 't' || c == 'g') ? " (one rank per process: use collrun -n)" : "");
+                (c == 't' || c == 'g') ? " (one rank per process: use collrun -n)"
+                : c == 'M' ? " (host or cuda; of nccl-tests' memory report, 0 (off) only)"
+                           : "");
         return -1;
     }
     return 0;
@@ -370,8 +437,9 @@ static int cb_parse_args(int argc, char **argv, cb_opts_t *o)
     o->warmup = o->check = o->cycles = o->average = 1;
     o->dtype                                      = COLL_FLOAT32;
     o->op                                         = COLL_SUM;
-    while ((c = getopt_long(argc, argv, "C:b:e:i:f:n:w:N:c:o:d:r:a:z:T:A:J:t:g:M:R:h", cb_longopts,
-                            NULL)) != -1) {
+    while ((c = getopt_long(argc, argv,
+                            "C:b:e:i:f:n:w:N:c:o:d:r:a:z:T:A:J:t:g:M:R:m:p:y:G:S:u:I:K:x:D:V:h",
+                            cb_longopts, NULL)) != -1) {
         if (c == 'h') {
             cb_usage(stdout, prog);
             return 1;

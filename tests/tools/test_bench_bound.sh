@@ -3,8 +3,9 @@
 # bench/membw prints a positive bandwidth for each kernel and thread count and refuses bad
 # options, as does bench/cma_bw for each way of copying; collbench --bound adds a %bound column equal to 100 * 2n * algbw / GBPS for an
 # all-reduce and (n + 1) * algbw for an all-gather, and refuses a bad GBPS; collbench applies
-# NCCL_TESTS_MIN_BW as nccl-tests does and refuses an -A algorithm that cannot run the
-# collective; bench/compare refuses bad options with exit 2.
+# NCCL_TESTS_MIN_BW as nccl-tests does, refuses an -A algorithm that cannot run the
+# collective, and takes nccl-tests' other options at their defaults and refuses them
+# otherwise; bench/compare refuses bad options with exit 2.
 # Exit status: 0 pass, 1 fail, 99 not built.
 set -u
 top_builddir=${top_builddir:-.}
@@ -96,6 +97,30 @@ algo_refused "-A allgather:ring" "-A allgather:ring: forces no algorithm for all
 st=$?
 if [ $st = 0 ] && grep -q '^# Algorithm: COLL_ALGO=tree,bruck$' "$tmp/a"
 then ok "collbench -C allgather -A tree,bruck runs"; else bad "-A tree,bruck (status $st)"; cat "$tmp/a"; fi
+# nccl-tests' options at the values that change nothing are accepted; at others they are
+# refused naming the option (collbench's -M host|cuda keeps its meaning; -M 0 is host).
+for a in "-m 1" "--agg_iters 1" "-p 0" "-p 1" "--parallel_init 1" "-y 0" "--stream_null 0" \
+    "-G 0" "--cudagraph 0" "-C 1" "--report_cputime 0" "-S 0" "--report_timestamps 0" "-u 0" \
+    "--unalign 0" "-I 0" "--per_iter_timing 0" "-K 0" "--per_iter_skip 0" "-x 0" \
+    "--cta_policy 0" "-D 0" "--device_implementation 0" "-V 16" "--device_cta_count 16" \
+    "-M 0" "--memory 0" "-M host" "-R 0"; do
+    # shellcheck disable=SC2086
+    "$top_builddir/collbench" $a -b 8 -e 8 -n 1 -w 0 >"$tmp/o" 2>&1
+    st=$?
+    if [ $st = 0 ]; then ok "collbench $a accepted"; else bad "collbench $a (status $st)"; cat "$tmp/o"; fi
+done
+for a in "-m 2|-m 2 (--agg_iters) is not supported" "--cudagraph 1|-G 1 (--cudagraph)" \
+    "-p 2|-p 2 (--parallel_init)" "-y 1|-y 1 (--stream_null)" "-S 1|-S 1 (--report_timestamps)" \
+    "-u 4|-u 4 (--unalign)" "-I 1|-I 1 (--per_iter_timing)" "-K 2|-K 2 (--per_iter_skip)" \
+    "-x 1|-x 1 (--cta_policy)" "-D 1|-D 1 (--device_implementation)" \
+    "-V 0|-V 0 (--device_cta_count)" "--report_cputime 2|--report_cputime 2 is not supported" \
+    "-M 1|for -M (host or cuda"; do
+    # shellcheck disable=SC2086
+    "$top_builddir/collbench" ${a%%|*} -b 8 -e 8 -n 1 -w 0 >/dev/null 2>"$tmp/e"
+    st=$?
+    if [ $st = 2 ] && grep -qF -- "${a#*|}" "$tmp/e"; then ok "collbench refuses ${a%%|*}"
+    else bad "collbench ${a%%|*} (status $st)"; cat "$tmp/e"; fi
+done
 for a in "-n x" "-r 0" "-C bogus" "-z"; do
     # shellcheck disable=SC2086
     (cd "$top_builddir" && sh "$srcdir/bench/compare" $a >/dev/null 2>"$tmp/e")
