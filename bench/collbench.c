@@ -75,7 +75,8 @@ static void cb_usage(FILE *f, const char *prog)
             "(default 1)\n"
             "  -z, --blocking N         1: barrier after every iteration, 3: likewise but not "
             "timed\n"
-            "  -T, --timeout SEC        COLL_TIMEOUT for this run\n"
+            "  -T, --timeout SEC        COLL_TIMEOUT for this run (and COLL_BOOTSTRAP_TIMEOUT if\n"
+            "                           not set)\n"
             "  -A, --algo NAME          COLL_ALGO for this run, e.g. ring\n"
             "      --csv FILE           also write the results as CSV\n"
             "      --bound GBPS         add %%bound: time of the memory-bandwidth bound (GBPS =\n"
@@ -911,9 +912,10 @@ int main(int argc, char **argv)
     if (x.o.algo != NULL) {
         setenv("COLL_ALGO", x.o.algo, 1);
     }
-    if (x.o.timeout > 0) {
+    if (x.o.timeout > 0) { /* and start-up, unless set: a rank that never joins fails it */
         snprintf(tmo, sizeof(tmo), "%d", x.o.timeout);
         setenv("COLL_TIMEOUT", tmo, 1);
+        setenv("COLL_BOOTSTRAP_TIMEOUT", tmo, 0);
     }
     res = coll_init(&argc, &argv, &x.comm);
     if (res < 0) {

@@ -4,8 +4,8 @@
 # options, as does bench/cma_bw for each way of copying; collbench --bound adds a %bound column equal to 100 * 2n * algbw / GBPS for an
 # all-reduce and (n + 1) * algbw for an all-gather, and refuses a bad GBPS; collbench applies
 # NCCL_TESTS_MIN_BW as nccl-tests does, refuses an -A algorithm that cannot run the
-# collective, and takes nccl-tests' other options at their defaults and refuses them
-# otherwise; bench/compare refuses bad options with exit 2.
+# collective, takes nccl-tests' other options at their defaults and refuses them otherwise,
+# and -T also bounds start-up; bench/compare refuses bad options with exit 2.
 # Exit status: 0 pass, 1 fail, 99 not built.
 set -u
 top_builddir=${top_builddir:-.}
@@ -121,6 +121,29 @@ for a in "-m 2|-m 2 (--agg_iters) is not supported" "--cudagraph 1|-G 1 (--cudag
     if [ $st = 2 ] && grep -qF -- "${a#*|}" "$tmp/e"; then ok "collbench refuses ${a%%|*}"
     else bad "collbench ${a%%|*} (status $st)"; cat "$tmp/e"; fi
 done
+# -T also bounds start-up (COLL_BOOTSTRAP_TIMEOUT) unless that is set: a rank that never joins
+# fails the job in seconds, not after the default 120 s.
+safety=""
+command -v timeout >/dev/null 2>&1 && safety="timeout -k 5 90"
+never_joins() { # collbench arguments
+    t0=$(date +%s)
+    # shellcheck disable=SC2016 # the inner shell expands them
+    $safety "$top_builddir/collrun" --grace 1 -n 2 sh -c \
+        'if [ "$COLL_RANK" = 1 ]; then exec sleep 100; fi; exec "$@"' sh \
+        "$top_builddir/collbench" "$@" -b 8 -e 8 -n 1 >"$tmp/t" 2>&1
+    st=$?
+    dt=$(($(date +%s) - t0))
+}
+unset COLL_BOOTSTRAP_TIMEOUT
+never_joins -T 2
+if [ $st = 1 ] && [ $dt -lt 60 ] && grep -q 'not every rank joined within COLL_BOOTSTRAP_TIMEOUT' "$tmp/t"
+then ok "-T 2: a rank that never joins fails start-up after ${dt}s"
+else bad "-T 2, a rank never joins: status $st after ${dt}s"; cat "$tmp/t"; fi
+export COLL_BOOTSTRAP_TIMEOUT=1
+never_joins -T 600
+unset COLL_BOOTSTRAP_TIMEOUT
+if [ $st = 1 ] && [ $dt -lt 60 ]; then ok "-T 600 keeps COLL_BOOTSTRAP_TIMEOUT=1 (${dt}s)"
+else bad "-T 600 with COLL_BOOTSTRAP_TIMEOUT=1: status $st after ${dt}s"; cat "$tmp/t"; fi
 for a in "-n x" "-r 0" "-C bogus" "-z"; do
     # shellcheck disable=SC2086
     (cd "$top_builddir" && sh "$srcdir/bench/compare" $a >/dev/null 2>"$tmp/e")
