@@ -21,6 +21,7 @@
 #include "model.h"          /* defines: model_t, model_gpt_create, model_mlp_create */
 #include "precision.h"      /* defines: prec_round, loss_scaler_t (--precision bf16|fp16) */
 
+#include <limits.h>
 #include <math.h>
 #ifdef _OPENMP
 #include <omp.h>
@@ -697,6 +698,14 @@ int main(int argc, char **argv)
     coll_comm_size(c.world, &c.nranks);
     if (c.o.dump_dir != NULL && (c.nranks != 1 || c.o.grad_accum != 1)) {
         fprintf(stderr, "ctrain: --dump needs 1 rank and --grad-accum 1\n");
+        return 2;
+    }
+    double gbatch = (double)c.o.batch * c.o.grad_accum * c.nranks;   /* no int product overflows */
+    if (c.o.eval_every > 0 && c.o.eval_batches * gbatch > INT_MAX) { /* evaluate() counts in int */
+        fprintf(stderr,
+                "ctrain: --eval-batches %d x global batch %.0f = %.0f validation sequences, "
+                "more than %d\n",
+                c.o.eval_batches, gbatch, c.o.eval_batches * gbatch, INT_MAX);
         return 2;
     }
     for (;;) {

@@ -7,6 +7,7 @@
 #include "ctrain_opts.h"
 #include "precision.h"
 
+#include <float.h>
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,7 +41,7 @@ void ctrain_usage(FILE *f)
             "  --topk-momentum F        top-k: momentum correction with factor F (DGC), for\n"
             "                           SGD-style momentum in the residual; 0 = off [0]\n"
             "  --bucket-mb X            DDP bucket cap in MiB [25]\n"
-            "  --comm-dtype fp32|bf16|fp16  gradient dtype on the wire [fp32]\n"
+            "  --comm-dtype fp32|bf16|fp16  gradient dtype on the wire (DDP only) [fp32]\n"
             "  --precision fp32|bf16|fp16   compute on weights and gradients rounded to bf16\n"
             "                           or fp16 (emulated), fp32 master weights [fp32]\n"
             "  --loss-scale X           fp16: initial dynamic loss scale [65536]\n"
@@ -87,8 +88,8 @@ static int opt_float(const char *name, const char *s, float min, float *out)
 {
     char  *end;
     double v = strtod(s, &end);
-    if (*s == '\0' || *end != '\0' || !(v >= min)) {
-        fprintf(stderr, "ctrain: --%s wants a number >= %g, got '%s'\n", name, min, s);
+    if (*s == '\0' || *end != '\0' || !(v >= min) || v > FLT_MAX) { /* finite as a float */
+        fprintf(stderr, "ctrain: --%s wants a finite number >= %g, got '%s'\n", name, min, s);
         return -1;
     }
     *out = (float)v;
@@ -370,6 +371,10 @@ int ctrain_opts_parse(int argc, char **argv, ctrain_opts_t *o)
     }
     if (o->zero > 0 && (o->compress.kind != 0 || o->dump_dir != NULL)) {
         fprintf(stderr, "ctrain: --zero %d takes no --compress or --dump\n", o->zero);
+        return -1;
+    }
+    if (o->zero > 0 && o->comm_dtype != COLL_FLOAT32) { /* coll_zero sends fp32 gradients */
+        fprintf(stderr, "ctrain: --zero %d takes no --comm-dtype other than fp32\n", o->zero);
         return -1;
     }
     o->compress.warmup_steps = o->compress_warmup;

@@ -6,7 +6,8 @@
 # loss curve of 1 rank x batch 8 (to 1e-5 relative: only summation order differs); bf16 on the
 # wire stays within 1e-2; bf16/fp16 compute within 2e-2 and fp16 loss scaling skips overflowing steps; ZeRO-1/2/3 = DDP; top-k and 1-bit compression train and send less; the same for the MLP on Fashion-MNIST, which must also pass 70%
 # validation accuracy; a rank made slow (--slow-rank) is named by the stragglers summary. Bad
-# options and missing data are refused with status 2.
+# options (--comm-dtype under ZeRO, non-finite numbers, too many validation sequences included)
+# and missing data are refused with status 2.
 # Exit 0 pass, 1 fail, 99 harness error.
 srcdir=${srcdir:-.}
 CTRAIN=${top_builddir:-.}/ctrain
@@ -128,6 +129,18 @@ for bad in "--model cnn" "--model mlp --data $T" "--steps 0" "--channels 30 --he
     rc=$?
     if [ $rc -ne 2 ] || ! grep -q "ctrain: " "$T/bad.out"; then
         echo "FAIL: '$bad' gave status $rc:"; cat "$T/bad.out"; nfail=$((nfail + 1))
+    fi
+done
+# refused although the run could otherwise start (real data): --comm-dtype under ZeRO (it would
+# be ignored), a learning rate that is infinite as a float, validation sequences past an int
+G="--data $srcdir/tests/ctrain/moby_dick_200k.txt --steps 1 --layers 1 --channels 32 --heads 4 --seqlen 32 --batch 2 --eval-every 1"
+for bad in "--zero 1 --comm-dtype bf16|--zero 1 takes no --comm-dtype" "--zero 3 --comm-dtype fp16|--zero 3 takes no --comm-dtype" \
+    "--lr inf|--lr wants a finite number" "--lr 1e40|--lr wants a finite number" "--loss-scale 1e39 --precision fp16|--loss-scale wants a finite number" \
+    "--eval-batches 1000000000 --batch 8|--eval-batches 1000000000 x global batch 8 = 8000000000 validation sequences, more than"; do
+    "$CTRAIN" $G ${bad%%|*} >"$T/bad.out" 2>&1
+    rc=$?
+    if [ $rc -ne 2 ] || ! grep -q "ctrain: ${bad#*|}" "$T/bad.out"; then
+        echo "FAIL: '${bad%%|*}' gave status $rc:"; cat "$T/bad.out"; nfail=$((nfail + 1))
     fi
 done
 echo "test_ctrain_ranks: $nfail failure(s)"
