@@ -2,9 +2,11 @@
 /*
  * ckpt.c -- ctrain's checkpoints: DIR/step-NNNNNNNN/shard-R-of-N.bin, each rank writing its
  * 1/N slice of the parameters and AdamW moments with the step (which fixes the data position
- * and the schedule) and the seed, then a manifest written by rank 0 once every shard is on
- * disk. Every file is written to a temporary name, fsynced and renamed (atomic) and carries an
- * FNV-1a checksum; a checkpoint with a missing or corrupt file is skipped for the one before.
+ * and the schedule), the hash of the options that set the trajectory and fp16's loss scaler,
+ * then a manifest written by rank 0 once every shard is on disk. Every file is written to a
+ * temporary name, fsynced and renamed (atomic) and carries an FNV-1a checksum (the shard header
+ * one of its own too); a checkpoint with a missing or corrupt file, or of another run, is
+ * skipped for the one before.
  * A rank may add its own state (the compressors' residuals) as extra-R-of-N.bin, checksummed
  * the same way and verified by every rank on load. ctrain calls ckpt_save_shard from a
  * background thread, on a copy of the state.
@@ -20,7 +22,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define CKPT_MAGIC       0x3154504b43525443ULL /* "CTRCKPT1" */
+#define CKPT_MAGIC       0x3254504b43525443ULL /* "CTRCKPT2": run hash, loss scaler */
+#define CKPT_MAGIC_V1    0x3154504b43525443ULL /* "CTRCKPT1": refused, named */
 #define CKPT_EXTRA_MAGIC 0x3158504b43525443ULL /* "CTRCKPX1" */
 
 typedef struct {
@@ -28,7 +31,11 @@ typedef struct {
 } extra_header_t;
 
 typedef struct {
-    uint64_t magic, step, nparams, off, count, adam_t, seed, nranks, rank, checksum;
+    uint64_t magic, step, nparams, off, count, adam_t, seed, nranks, rank;
+    uint64_t run_hash;
+    uint64_t scale_bits, scale_good, scale_skipped; /* the fp16 loss scale's float bits */
+    uint64_t head_checksum; /* of the header alone: its run hash is trusted before the data */
+    uint64_t checksum;      /* of the header (this field 0) and the data */
 } ckpt_header_t;
 
 static uint64_t fnv1a(uint64_t h, const void *buf, size_t len)
@@ -87,15 +94,29 @@ int ckpt_save_shard(const char *root, uint64_t step, int rank, int nranks, const
         fprintf(stderr, "ctrain: checkpoint: mkdir %s: %s\n", dir, strerror(errno));
         return -1;
     }
-    size_t        off = s->nparams * (size_t)rank / nranks;
-    size_t        cnt = s->nparams * (size_t)(rank + 1) / nranks - off;
-    ckpt_header_t h   = {CKPT_MAGIC,       step,           s->nparams, off, cnt, s->adam_t, s->seed,
-                         (uint64_t)nranks, (uint64_t)rank, 0};
-    uint64_t      c   = fnv1a(0xcbf29ce484222325ULL, &h, sizeof(h));
-    c                 = fnv1a(c, s->params + off, cnt * sizeof(float));
-    c                 = fnv1a(c, s->m + off, cnt * sizeof(float));
-    c                 = fnv1a(c, s->v + off, cnt * sizeof(float));
-    h.checksum        = c;
+    size_t   off = s->nparams * (size_t)rank / nranks;
+    size_t   cnt = s->nparams * (size_t)(rank + 1) / nranks - off;
+    uint32_t scale;
+    memcpy(&scale, &s->loss_scale, sizeof(scale));
+    ckpt_header_t h       = {.magic         = CKPT_MAGIC,
+                             .step          = step,
+                             .nparams       = s->nparams,
+                             .off           = off,
+                             .count         = cnt,
+                             .adam_t        = s->adam_t,
+                             .seed          = s->seed,
+                             .nranks        = (uint64_t)nranks,
+                             .rank          = (uint64_t)rank,
+                             .run_hash      = s->run_hash,
+                             .scale_bits    = scale,
+                             .scale_good    = s->scale_good,
+                             .scale_skipped = s->scale_skipped};
+    h.head_checksum       = fnv1a(0xcbf29ce484222325ULL, &h, sizeof(h));
+    uint64_t c            = fnv1a(0xcbf29ce484222325ULL, &h, sizeof(h));
+    c                     = fnv1a(c, s->params + off, cnt * sizeof(float));
+    c                     = fnv1a(c, s->m + off, cnt * sizeof(float));
+    c                     = fnv1a(c, s->v + off, cnt * sizeof(float));
+    h.checksum            = c;
     const void  *parts[4] = {&h, s->params + off, s->m + off, s->v + off};
     const size_t lens[4]  = {sizeof(h), cnt * 4, cnt * 4, cnt * 4};
     snprintf(name, sizeof(name), "shard-%d-of-%d.bin", rank, nranks);
@@ -153,7 +174,39 @@ int ckpt_commit(const char *root, uint64_t step, int nranks)
     return write_atomic(dir, "manifest", parts, lens, 1);
 }
 
-/* Read and verify every shard of one checkpoint into s (sized for s->nparams). */
+/* The header of shard r: 0, -1 missing or corrupt, -2 of another run or an older ctrain. */
+static int ckpt_read_header(FILE *f, const char *dir, int r, const ckpt_state_t *s,
+                            ckpt_header_t *h)
+{
+    if (f == NULL || fread(h, sizeof(*h), 1, f) != 1) {
+        fprintf(stderr, "ctrain: checkpoint %s: shard %d missing or truncated\n", dir, r);
+        return -1;
+    }
+    if (h->magic == CKPT_MAGIC_V1) {
+        fprintf(stderr, "ctrain: checkpoint %s: written by an older ctrain (format 1), not read\n",
+                dir);
+        return -2;
+    }
+    uint64_t want = h->head_checksum, sum = h->checksum;
+    h->head_checksum = 0, h->checksum = 0;
+    uint64_t c       = fnv1a(0xcbf29ce484222325ULL, h, sizeof(*h));
+    h->head_checksum = want, h->checksum = sum;
+    if (h->magic != CKPT_MAGIC || c != want) {
+        fprintf(stderr, "ctrain: checkpoint %s: shard %d is corrupt (header)\n", dir, r);
+        return -1;
+    }
+    if (h->run_hash != s->run_hash) {
+        fprintf(stderr,
+                "ctrain: checkpoint %s: written by another run (run hash %016llx, this run's "
+                "%016llx: other model, data, schedule, batch, precision, compression or seed)\n",
+                dir, (unsigned long long)h->run_hash, (unsigned long long)s->run_hash);
+        return -2;
+    }
+    return 0;
+}
+
+/* Read and verify every shard of one checkpoint into s (sized for s->nparams): 0, -1 missing
+ * or corrupt, -2 another run's. */
 static int ckpt_load_dir(const char *dir, ckpt_state_t *s, uint64_t *step_p)
 {
     char               path[4300];
@@ -171,14 +224,19 @@ static int ckpt_load_dir(const char *dir, ckpt_state_t *s, uint64_t *step_p)
     for (int r = 0; r < nranks; r++) {
         snprintf(path, sizeof(path), "%s/shard-%d-of-%d.bin", dir, r, nranks);
         ckpt_header_t h;
-        f = fopen(path, "rb");
-        if (f == NULL || fread(&h, sizeof(h), 1, f) != 1 || h.magic != CKPT_MAGIC ||
-            h.nparams != s->nparams || h.step != step || h.off + h.count > s->nparams) {
-            fprintf(stderr, "ctrain: checkpoint %s: missing or foreign shard %d\n", dir, r);
+        f      = fopen(path, "rb");
+        int hr = ckpt_read_header(f, dir, r, s, &h);
+        if (hr == 0 && (h.nparams != s->nparams || h.step != step || h.nranks != (uint64_t)nranks ||
+                        h.off + h.count > s->nparams)) {
+            fprintf(stderr, "ctrain: checkpoint %s: shard %d does not match its manifest\n", dir,
+                    r);
+            hr = -1;
+        }
+        if (hr != 0) {
             if (f != NULL) {
                 fclose(f);
             }
-            return -1;
+            return hr;
         }
         int ok = fread(s->params + h.off, 4, h.count, f) == h.count &&
                  fread(s->m + h.off, 4, h.count, f) == h.count &&
@@ -186,7 +244,7 @@ static int ckpt_load_dir(const char *dir, ckpt_state_t *s, uint64_t *step_p)
         fclose(f);
         uint64_t want = h.checksum;
         h.checksum    = 0;
-        uint64_t c    = fnv1a(0xcbf29ce484222325ULL, &h, sizeof(h));
+        uint64_t c    = fnv1a(0xcbf29ce484222325ULL, &h, sizeof(h)); /* head_checksum in it */
         c             = fnv1a(c, s->params + h.off, h.count * 4);
         c             = fnv1a(c, s->m + h.off, h.count * 4);
         c             = fnv1a(c, s->v + h.off, h.count * 4);
@@ -194,8 +252,10 @@ static int ckpt_load_dir(const char *dir, ckpt_state_t *s, uint64_t *step_p)
             fprintf(stderr, "ctrain: checkpoint %s: shard %d is corrupt (checksum)\n", dir, r);
             return -1;
         }
-        s->adam_t = h.adam_t;
-        s->seed   = h.seed;
+        uint32_t scale = (uint32_t)h.scale_bits;
+        memcpy(&s->loss_scale, &scale, sizeof(scale));
+        s->adam_t = h.adam_t, s->seed = h.seed;
+        s->scale_good = h.scale_good, s->scale_skipped = h.scale_skipped;
     }
     s->extra_loaded = 0;
     if (s->extra_len > 0 && nranks == s->nranks) { /* per-rank state maps onto the same ranks */
@@ -213,17 +273,19 @@ static int ckpt_cmp_desc(const void *a, const void *b)
     return strcmp(*(char *const *)b, *(char *const *)a);
 }
 
-int ckpt_load_latest(const char *root, ckpt_state_t *s, uint64_t *step_p)
+/* The names in root that begin with prefix, newest first (fixed-width numbers); *n_p of them. */
+static char **ckpt_list(const char *root, const char *prefix, size_t *n_p)
 {
     DIR *d = opendir(root);
+    *n_p   = 0;
     if (d == NULL) {
-        return 1; /* nothing saved yet */
+        return NULL; /* nothing saved yet */
     }
     char         **names = NULL;
-    size_t         n     = 0;
+    size_t         n = 0, plen = strlen(prefix);
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
-        if (strncmp(e->d_name, "step-", 5) == 0) {
+        if (strncmp(e->d_name, prefix, plen) == 0 && strchr(e->d_name, '.') == NULL) {
             char **nn = realloc(names, (n + 1) * sizeof(char *));
             if (nn == NULL) {
                 break;
@@ -233,20 +295,53 @@ int ckpt_load_latest(const char *root, ckpt_state_t *s, uint64_t *step_p)
         }
     }
     closedir(d);
-    qsort(names, n, sizeof(char *), ckpt_cmp_desc); /* newest first: fixed-width numbers */
-    int rc = 1;
-    for (size_t i = 0; i < n && rc != 0; i++) {
-        char dir[4200];
-        snprintf(dir, sizeof(dir), "%s/%s", root, names[i]);
-        if (ckpt_load_dir(dir, s, step_p) == 0) {
-            rc = 0;
-        } else {
-            fprintf(stderr, "ctrain: checkpoint %s unusable, trying the previous one\n", dir);
-        }
+    if (names != NULL) {
+        qsort(names, n, sizeof(char *), ckpt_cmp_desc);
     }
+    *n_p = n;
+    return names;
+}
+
+static void ckpt_list_free(char **names, size_t n)
+{
     for (size_t i = 0; i < n; i++) {
         free(names[i]);
     }
     free(names);
-    return rc;
+}
+
+int ckpt_load_latest(const char *root, ckpt_state_t *s, uint64_t *step_p)
+{
+    size_t n;
+    char **names = ckpt_list(root, "step-", &n);
+    int    rc = 1, foreign = 0;
+    for (size_t i = 0; i < n && rc != 0; i++) {
+        char dir[4200];
+        snprintf(dir, sizeof(dir), "%s/%s", root, names[i]);
+        int lr = ckpt_load_dir(dir, s, step_p);
+        if (lr == 0) {
+            rc = 0;
+        } else {
+            foreign |= lr == -2;
+            fprintf(stderr, "ctrain: checkpoint %s unusable, trying the previous one\n", dir);
+        }
+    }
+    ckpt_list_free(names, n);
+    return rc == 0 ? 0 : foreign ? 2 : 1;
+}
+
+int ckpt_newest(const char *root, char *name, size_t len)
+{
+    size_t      n, nz;
+    char      **names = ckpt_list(root, "step-", &n), **znames = ckpt_list(root, "zero-step-", &nz);
+    const char *best = n > 0 ? names[0] : NULL; /* the larger number; fixed width in both */
+    if (nz > 0 && (best == NULL || strcmp(znames[0] + 10, best + 5) > 0)) {
+        best = znames[0];
+    }
+    if (best != NULL) {
+        snprintf(name, len, "%s/%s", root, best);
+    }
+    ckpt_list_free(names, n);
+    ckpt_list_free(znames, nz);
+    return best != NULL;
 }

@@ -13,6 +13,10 @@ typedef struct {
     size_t   nparams;
     uint64_t adam_t; /* optimizer steps taken */
     uint64_t seed;
+    uint64_t run_hash; /* ctrain_opts_run_hash: save writes it, load skips other values */
+    /* fp16's dynamic loss scaler (precision.h): its scale and counters continue on resume */
+    float    loss_scale;
+    uint64_t scale_good, scale_skipped;
     /* Optional: this rank's own state (the compressors' residuals), extra_len bytes, saved as
      * extra-R-of-N.bin; on load every rank's file is verified and this rank's copied in when
      * the checkpoint was made by nranks ranks (extra_loaded 1), else left alone (0). */
@@ -26,8 +30,11 @@ typedef struct {
 int ckpt_save_shard(const char *root, uint64_t step, int rank, int nranks, const ckpt_state_t *s);
 /* Rank 0, after every rank saved: write the manifest that makes the checkpoint valid. */
 int ckpt_commit(const char *root, uint64_t step, int nranks);
-/* Newest valid checkpoint into s: 0 loaded (*step_p set), 1 none usable. s may be partly
- * overwritten when 1 is returned after a corrupt checkpoint. */
+/* Newest valid checkpoint of the run s->run_hash into s: 0 loaded (*step_p set), 1 none
+ * usable, 2 none usable and at least one skipped as another run's (another run hash, or the
+ * format of an older ctrain). s may be partly overwritten when 1 or 2 is returned. */
 int ckpt_load_latest(const char *root, ckpt_state_t *s, uint64_t *step_p);
+/* The newest checkpoint directory in root (step-N or zero-step-N) into name: 1, or 0 if none. */
+int ckpt_newest(const char *root, char *name, size_t len);
 
 #endif

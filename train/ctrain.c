@@ -13,7 +13,7 @@
 #include <coll.h>       /* defines: coll_init, coll_allreduce, coll_comm_rank/size */
 #include <coll_train.h> /* defines: coll_ddp_*, coll_compress_config_t */
 
-#include "ckpt.h"           /* defines: ckpt_save_shard, ckpt_commit, ckpt_load_latest */
+#include "ckpt.h"           /* defines: ckpt_save_shard, ckpt_commit, ckpt_load_latest, _newest */
 #include "ctrain_opts.h"    /* defines: ctrain_opts_t, ctrain_opts_parse, ctrain_usage */
 #include "ctrain_dump.h"    /* defines: ctrain_dump_* (reference values for the tests) */
 #include "ctrain_elastic.h" /* defines: ctrain_fail, ctrain_elastic_shrink (--elastic) */
@@ -164,22 +164,34 @@ static float evaluate(model_t *m, const ctrain_opts_t *o, int rank, int nranks, 
 
 /* ---- checkpoints: resume from the newest valid one; save one shard per rank ---- */
 
-static int resume_state(const ctrain_opts_t *o, model_t *gpt, adamw_t *opt, coll_ddp_t *ddp,
-                        int rank, int nranks)
+/* strict: exit 2 when every checkpoint there is another run's (else start from step 0). */
+static int resume_state(const ctrain_opts_t *o, model_t *gpt, adamw_t *opt, loss_scaler_t *scaler,
+                        coll_ddp_t *ddp, int rank, int nranks, int strict)
 {
     size_t   n = gpt->nparams, xlen = 0;
     uint64_t step = 0;
     int      rc   = -1;
     CHECK_COLL(coll_ddp_compress_state_size(ddp, &xlen), "coll_ddp_compress_state_size");
-    ckpt_state_t s = {
-        malloc(n * 4), malloc(n * 4), malloc(n * 4), n, 0, 0, xlen > 0 ? malloc(xlen) : NULL,
-        xlen,          rank,          nranks,        0};
+    ckpt_state_t s = {.params    = malloc(n * 4),
+                      .m         = malloc(n * 4),
+                      .v         = malloc(n * 4),
+                      .nparams   = n,
+                      .run_hash  = ctrain_opts_run_hash(o),
+                      .extra     = xlen > 0 ? malloc(xlen) : NULL,
+                      .extra_len = xlen,
+                      .rank      = rank,
+                      .nranks    = nranks};
     if (s.params != NULL && s.m != NULL && s.v != NULL && (xlen == 0 || s.extra != NULL)) {
         rc = ckpt_load_latest(o->ckpt_dir, &s, &step);
     }
-    if (rc == 0 && s.seed != o->seed) {
-        fprintf(stderr, "ctrain: checkpoint was made with --seed %llu, not %llu\n",
-                (unsigned long long)s.seed, (unsigned long long)o->seed);
+    if (rc == 2 && strict) { /* training from step 0 would write over that run's checkpoints */
+        if (rank == 0) {
+            fprintf(stderr,
+                    "ctrain: --resume: no checkpoint in %s is of this run (run hash mismatch: "
+                    "written with other options, or by an older ctrain); rerun with the options "
+                    "they were made with, or use another --ckpt-dir\n",
+                    o->ckpt_dir);
+        }
         exit(2);
     }
     if (rc == 0) { /* copy only a fully verified checkpoint */
@@ -187,6 +199,11 @@ static int resume_state(const ctrain_opts_t *o, model_t *gpt, adamw_t *opt, coll
         memcpy(opt->m, s.m, n * 4);
         memcpy(opt->v, s.v, n * 4);
         opt->t = (int)s.adam_t;
+        if (o->precision == PREC_FP16) { /* the loss scale goes on where it was */
+            scaler->scale   = s.loss_scale;
+            scaler->good    = (int)s.scale_good;
+            scaler->skipped = (int)s.scale_skipped;
+        }
         if (s.extra_loaded) { /* the compressors' residuals, velocity and step counts */
             CHECK_COLL(coll_ddp_set_compress_state(ddp, s.extra, xlen),
                        "coll_ddp_set_compress_state");
@@ -221,7 +238,7 @@ static void *ckpt_writer_main(void *arg)
 }
 
 static void ckpt_start(ckpt_writer_t *w, const ctrain_opts_t *o, model_t *m, adamw_t *opt,
-                       coll_ddp_t *ddp, int step)
+                       const loss_scaler_t *scaler, coll_ddp_t *ddp, int step)
 {
     size_t xlen = 0; /* this rank's compressor state, if any bucket is compressed */
     CHECK_COLL(coll_ddp_compress_state_size(ddp, &xlen), "coll_ddp_compress_state_size");
@@ -246,6 +263,9 @@ static void ckpt_start(ckpt_writer_t *w, const ctrain_opts_t *o, model_t *m, ada
     memcpy(w->snap.m, opt->m, n);
     memcpy(w->snap.v, opt->v, n);
     w->snap.nparams = m->nparams, w->snap.adam_t = (uint64_t)opt->t, w->snap.seed = o->seed;
+    w->snap.run_hash   = ctrain_opts_run_hash(o);
+    w->snap.loss_scale = scaler->scale, w->snap.scale_good = (uint64_t)scaler->good;
+    w->snap.scale_skipped = (uint64_t)scaler->skipped;
     w->step = step, w->dir = o->ckpt_dir, w->rc = 0;
     if (pthread_create(&w->thread, NULL, ckpt_writer_main, w) != 0) {
         ckpt_writer_main(w); /* no thread: write it now */
@@ -481,12 +501,20 @@ static int train(ctrain_t *c)
         fprintf(stderr, "ctrain: out of memory\n");
         return 2;
     }
-    int           start  = !o.resume      ? 0
-                           : zero != NULL ? ctrain_zero_resume(zero, gpt, &o, rank)
-                                          : resume_state(&o, gpt, popt, ddp, rank, nranks);
-    float        *lowp   = NULL;
     loss_scaler_t scaler = {o.precision == PREC_FP16 ? o.loss_scale : 1.0f, o.loss_scale_window, 0,
                             0};
+    int           strict = c->attempt == 0; /* an elastic restart may have no checkpoint yet */
+    int           start  = !o.resume      ? 0
+                           : zero != NULL ? ctrain_zero_resume(zero, gpt, &o, rank, strict)
+                                          : resume_state(&o, gpt, popt, &scaler, ddp, rank, nranks, strict);
+    float        *lowp   = NULL;
+    if (start >= o.steps) { /* a finished run resumed: nothing is trained or written */
+        if (rank == 0) {
+            printf("ctrain: nothing to do: checkpoint step %d >= --steps %d\n", start, o.steps);
+        }
+        ctrain_elastic_armed = 0;
+        return 0;
+    }
     if (c->attempt > 0 && rank == 0) { /* what --elastic did, in one line */
         printf("ctrain: elastic: %d ranks continue from %s", nranks,
                start > 0 ? "the checkpoint of step " : "step 0 (no checkpoint yet)");
@@ -609,7 +637,7 @@ static int train(ctrain_t *c)
             if (zero != NULL) { /* synchronous: coll_zero_save is collective */
                 ctrain_zero_save(zero, world, &o, step + 1, rank);
             } else {
-                ckpt_start(pwriter, &o, gpt, popt, ddp, step + 1);
+                ckpt_start(pwriter, &o, gpt, popt, &scaler, ddp, step + 1);
             }
         }
         comm_total += comm_s;
@@ -664,7 +692,7 @@ static int train(ctrain_t *c)
                o.steps - start, total, val_loss, 100.0 * comm_total / total);
         if (o.precision == PREC_FP16) {
             printf("fp16: %d of %d steps skipped for inf/NaN gradients, final loss scale %g\n",
-                   scaler.skipped, o.steps - start, (double)scaler.scale);
+                   scaler.skipped, o.steps, (double)scaler.scale); /* counted across resumes */
         }
         if (o.sample > 0) {
             if (gpt->gpt != NULL) {
@@ -707,6 +735,15 @@ int main(int argc, char **argv)
                 "more than %d\n",
                 c.o.eval_batches, gbatch, c.o.eval_batches * gbatch, INT_MAX);
         return 2;
+    }
+    if (c.rank == 0 && !c.o.resume && c.o.ckpt_every > 0) {
+        char newest[4300];
+        if (ckpt_newest(c.o.ckpt_dir, newest, sizeof(newest))) {
+            fprintf(stderr,
+                    "ctrain: warning: %s already holds checkpoints, the newest %s; this run is "
+                    "not resumed (--resume) and writes over those of the steps it saves\n",
+                    c.o.ckpt_dir, newest);
+        }
     }
     for (;;) {
         int rc = train(&c);

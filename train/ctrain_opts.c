@@ -11,6 +11,7 @@
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 void ctrain_usage(FILE *f)
 {
@@ -56,7 +57,8 @@ void ctrain_usage(FILE *f)
             "  --dump DIR               write reference values (1 rank; for the tests)\n"
             "  --ckpt-dir DIR           checkpoints: DIR/step-N/shard-R-of-N.bin + manifest\n"
             "  --ckpt-every N           checkpoint every N steps [0 = never]\n"
-            "  --resume                 continue from the newest valid checkpoint, if any\n"
+            "  --resume                 continue from the newest valid checkpoint of this\n"
+            "                           run, if any; exit 2 if those there are another run's\n"
             "  --elastic                when a rank dies (or hangs past COLL_TIMEOUT), the\n"
             "                           others shrink the communicator and train on from the\n"
             "                           newest checkpoint, re-sharded for their number (run\n"
@@ -419,4 +421,43 @@ int ctrain_opts_parse(int argc, char **argv, ctrain_opts_t *o)
         o->warmup = o->steps;
     }
     return 0;
+}
+
+static uint64_t opts_fnv1a(uint64_t h, const char *text)
+{
+    for (const char *c = text; *c != '\0'; c++) {
+        h = (h ^ (uint8_t)*c) * 0x100000001b3ULL;
+    }
+    return h;
+}
+
+/* FNV-1a of the options that set the training trajectory, as text of exact values (%a), and
+ * the size of the data file (its path for a directory). Not the number of ranks (resuming on
+ * another number is supported), not --steps (a run may be extended), nor what only observes. */
+uint64_t ctrain_opts_run_hash(const ctrain_opts_t *o)
+{
+    char        text[512];
+    struct stat sb;
+    snprintf(text, sizeof(text),
+             "%s L%d C%d H%d T%d B%d A%d lr %a %a wd %a clip %a betas %a %a eps %a warmup %d "
+             "prec %d wire %d seed %llu",
+             o->model, o->layers, o->channels, o->heads, o->seqlen, o->batch, o->grad_accum, o->lr,
+             o->min_lr_ratio, o->weight_decay, o->clip, o->beta1, o->beta2, o->eps, o->warmup,
+             o->precision, (int)o->comm_dtype, (unsigned long long)o->seed);
+    uint64_t h = opts_fnv1a(0xcbf29ce484222325ULL, text);
+    if (o->precision == PREC_FP16) {
+        snprintf(text, sizeof(text), " scale %a %d", o->loss_scale, o->loss_scale_window);
+        h = opts_fnv1a(h, text);
+    }
+    if (o->compress.kind != 0) { /* what is selected depends on the buckets too */
+        snprintf(text, sizeof(text), " compress %d %a %d %d %a bucket %a", (int)o->compress.kind,
+                 o->compress.ratio, o->compress_warmup, o->sparsity_warmup, o->topk_momentum,
+                 o->bucket_mb);
+        h = opts_fnv1a(h, text);
+    }
+    if (stat(o->data_path, &sb) == 0 && S_ISREG(sb.st_mode)) {
+        snprintf(text, sizeof(text), " data %lld", (long long)sb.st_size);
+        return opts_fnv1a(h, text);
+    }
+    return opts_fnv1a(opts_fnv1a(h, " data "), o->data_path);
 }

@@ -47,5 +47,7 @@ typedef struct {
 
 int  ctrain_opts_parse(int argc, char **argv, ctrain_opts_t *o);
 void ctrain_usage(FILE *f);
+/* The hash that checkpoints carry: equal for two runs whose training trajectories are equal. */
+uint64_t ctrain_opts_run_hash(const ctrain_opts_t *o);
 
 #endif

@@ -190,10 +190,12 @@ int ctrain_zero_save(coll_zero_t *z, coll_comm_t *world, const ctrain_opts_t *o,
         }
         return -1;
     }
-    if (rank == 0) { /* the seed it was made with, then the rename that makes it count */
+    if (rank == 0) { /* the seed and run hash, then the rename that makes it count */
         snprintf(meta, sizeof(meta), "%s/ctrain.meta", tmp);
         FILE *f  = fopen(meta, "w");
-        int   ok = f != NULL && fprintf(f, "seed %llu\n", (unsigned long long)o->seed) > 0 &&
+        int   ok = f != NULL &&
+                 fprintf(f, "seed %llu\nrun %016llx\n", (unsigned long long)o->seed,
+                         (unsigned long long)ctrain_opts_run_hash(o)) > 0 &&
                  fflush(f) == 0 && fsync(fileno(f)) == 0;
         ok = (f != NULL && fclose(f) == 0) && ok;
         struct stat sb;
@@ -220,10 +222,37 @@ static int zero_step_cmp(const void *a, const void *b)
     return *(const int *)b - *(const int *)a; /* newest first */
 }
 
-int ctrain_zero_resume(coll_zero_t *z, model_t *m, const ctrain_opts_t *o, int rank)
+/* ctrain.meta of dir: 0 this run's, -1 unreadable, -2 another run's or an older ctrain's. */
+static int zero_ckpt_meta(const char *dir, uint64_t want, int rank)
 {
-    DIR *d     = opendir(o->ckpt_dir);
-    int *steps = NULL, n = 0, cap = 0, found = 0;
+    char               meta[4200];
+    unsigned long long seed = 0, run = 0;
+    snprintf(meta, sizeof(meta), "%s/ctrain.meta", dir);
+    FILE *f = fopen(meta, "r");
+    int   n = f != NULL ? fscanf(f, "seed %llu run %llx", &seed, &run) : -1;
+    if (f != NULL) {
+        fclose(f);
+    }
+    char why[128] = "";
+    if (n == 1) {
+        snprintf(why, sizeof(why), "written by an older ctrain (no run hash)");
+    } else if (n != 2) {
+        snprintf(why, sizeof(why), "ctrain.meta missing or unreadable");
+    } else if (run != want) {
+        snprintf(why, sizeof(why), "written by another run (run hash %016llx, this run's %016llx)",
+                 run, (unsigned long long)want);
+    }
+    if (why[0] != '\0' && rank == 0) {
+        fprintf(stderr, "ctrain: %s: %s; trying an older one\n", dir, why);
+    }
+    return why[0] == '\0' ? 0 : n == 1 || n == 2 ? -2 : -1;
+}
+
+int ctrain_zero_resume(coll_zero_t *z, model_t *m, const ctrain_opts_t *o, int rank, int strict)
+{
+    DIR     *d     = opendir(o->ckpt_dir);
+    int     *steps = NULL, n = 0, cap = 0, found = 0, foreign = 0;
+    uint64_t want = ctrain_opts_run_hash(o);
     if (d == NULL) {
         return 0;
     }
@@ -244,9 +273,13 @@ int ctrain_zero_resume(coll_zero_t *z, model_t *m, const ctrain_opts_t *o, int r
     closedir(d);
     qsort(steps, (size_t)n, sizeof(int), zero_step_cmp);
     for (int i = 0; i < n && !found; i++) { /* every rank sees the same list: same order */
-        char               dir[4096], meta[4200];
-        unsigned long long seed = 0;
+        char dir[4096];
         zero_ckpt_path(dir, sizeof(dir), o->ckpt_dir, steps[i], "");
+        int mr = zero_ckpt_meta(dir, want, rank); /* before the load: another shape fails it */
+        if (mr != 0) {
+            foreign |= mr == -2;
+            continue;
+        }
         if (coll_zero_load(z, dir) != COLL_OK) {
             if (rank == 0) {
                 fprintf(stderr, "ctrain: %s unusable (%s); trying an older one\n", dir,
@@ -254,14 +287,6 @@ int ctrain_zero_resume(coll_zero_t *z, model_t *m, const ctrain_opts_t *o, int r
             }
             continue;
         }
-        snprintf(meta, sizeof(meta), "%s/ctrain.meta", dir);
-        FILE *f = fopen(meta, "r");
-        if (f == NULL || fscanf(f, "seed %llu", &seed) != 1 || seed != o->seed) {
-            fprintf(stderr, "ctrain: %s was made with --seed %llu, not %llu\n", dir, seed,
-                    (unsigned long long)o->seed);
-            exit(2);
-        }
-        fclose(f);
         zero_point_params(z, m);
         if (rank == 0) {
             printf("ctrain: resumed from %s\n", dir);
@@ -269,5 +294,15 @@ int ctrain_zero_resume(coll_zero_t *z, model_t *m, const ctrain_opts_t *o, int r
         found = steps[i];
     }
     free(steps);
+    if (found == 0 && foreign && strict) { /* step 0 would write over that run's checkpoints */
+        if (rank == 0) {
+            fprintf(stderr,
+                    "ctrain: --resume: no checkpoint in %s is of this run (run hash mismatch: "
+                    "written with other options, or by an older ctrain); rerun with the options "
+                    "they were made with, or use another --ckpt-dir\n",
+                    o->ckpt_dir);
+        }
+        exit(2);
+    }
     return found;
 }

@@ -28,9 +28,10 @@ void ctrain_zero_ready(void *arg, int first, int n);
  * shard is on disk). 0, or -1 after a message (training goes on). */
 int ctrain_zero_save(coll_zero_t *z, coll_comm_t *world, const ctrain_opts_t *o, int step,
                      int rank);
-/* Collective: load the newest loadable checkpoint of ckpt_dir (any rank count or stage), older
- * ones when it is corrupt; its step, or 0 when there is none. Exits (2) on a seed mismatch. */
-int ctrain_zero_resume(coll_zero_t *z, model_t *m, const ctrain_opts_t *o, int rank);
+/* Collective: load the newest loadable checkpoint of this run (ctrain_opts_run_hash) in ckpt_dir
+ * (any rank count or stage), older ones when it is corrupt or another run's; its step, or 0 when
+ * there is none. strict: exits (2) when every one skipped was another run's. */
+int ctrain_zero_resume(coll_zero_t *z, model_t *m, const ctrain_opts_t *o, int rank, int strict);
 /* One line: the bytes this rank holds (coll_zero_get_stats) against a replicated model. */
 void ctrain_zero_report(coll_zero_t *z, const model_t *m);
 /* Stage 3, collective: gather every unit and keep them (before rank 0 alone samples). */

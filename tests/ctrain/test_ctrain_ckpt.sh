@@ -7,7 +7,11 @@
 # must equal the uninterrupted run's bit for bit. Then the newest checkpoint is corrupted
 # (one byte flipped): the rerun must detect it, use the previous one and again reproduce the
 # curve. The same with top-k compression (whose residuals are checkpointed per rank) and with ZeRO-2 (the library's checksummed shards), whose last checkpoint
-# then resumes on 3 ranks. Exit 0 pass, 1 fail, 99 harness error.
+# then resumes on 3 ranks; and with fp16 loss scaling (the scaler's state is checkpointed).
+# A checkpoint is only resumed by its own run: other model or schedule options, or the format
+# of an older ctrain, make --resume exit 2 rather than train from step 0 over it; a run resumed
+# past its --steps has nothing to do; a fresh run into a directory with checkpoints warns.
+# Exit 0 pass, 1 fail, 99 harness error.
 srcdir=${srcdir:-.}
 CTRAIN=${top_builddir:-.}/ctrain
 COLLRUN=${COLLRUN:-${top_builddir:-.}/collrun}
@@ -50,6 +54,38 @@ kill_resume() {
     same_curve "$name: corrupt newest checkpoint, fall back"
 }
 kill_resume DDP "$A" "$T/ckpt" step- shard-2-of-4.bin "step-00000020: shard 2 is corrupt"
+# refused: a checkpoint is resumed by the run that wrote it only (run hash in the shard header)
+# refused CKPTDIR "ctrain args" "changed args" "message": --resume exits 2 naming why, and
+# writes nothing
+refused() {
+    before=$(find "$1" -type f | sort | xargs cat | cksum)
+    "$COLLRUN" -n 2 "$CTRAIN" $2 $3 --ckpt-dir "$1" --ckpt-every 5 --resume >"$T/refused.out" 2>&1
+    rc=$?
+    if [ $rc -eq 2 ] && grep -q "$4" "$T/refused.out" && grep -q "no checkpoint in $1 is of this run" "$T/refused.out" &&
+        [ "$(find "$1" -type f | sort | xargs cat | cksum)" = "$before" ]; then
+        echo "--resume '$3' against $(basename "$1"): status 2, $4"
+    else
+        cat "$T/refused.out"; fail "--resume '$3' against $(basename "$1"): status $rc, not refused"
+    fi
+}
+refused "$T/ckpt" "$A" "--channels 64" "written by another run (run hash"
+refused "$T/ckpt" "$A" "--lr 2e-3" "written by another run (run hash"
+refused "$T/ckpt" "$A" "--batch 4 --grad-accum 2" "written by another run (run hash"
+mkdir "$T/old" && cp -r "$T/ckpt/step-00000005" "$T/old/" && for f in "$T"/old/step-00000005/shard-*; do
+    printf 'CTRCKPT1' | dd of="$f" bs=1 conv=notrunc 2>/dev/null; done # the magic of format 1
+refused "$T/old" "$A" "" "written by an older ctrain"
+# resumed past --steps: nothing to do (exit 0, no step trained, no "done: -5 steps")
+"$COLLRUN" -n 2 "$CTRAIN" $A --ckpt-dir "$T/ckpt" --resume --steps 15 >"$T/past.out" 2>&1
+rc=$?
+if [ $rc -eq 0 ] && grep -q "nothing to do: checkpoint step 20 >= --steps 15" "$T/past.out" && ! grep -q "^step \|^done" "$T/past.out"; then
+    echo "resumed at step 20 with --steps 15: nothing to do"
+else
+    cat "$T/past.out"; fail "resume past --steps: status $rc"
+fi
+# a fresh run (no --resume) into a directory of checkpoints warns, naming the newest
+"$COLLRUN" -n 2 "$CTRAIN" $A --steps 1 --eval-every 0 --ckpt-dir "$T/ckpt" --ckpt-every 5 >"$T/fresh.out" 2>&1 || { cat "$T/fresh.out"; fail "fresh run into a checkpoint directory"; }
+grep -q "warning: .*checkpoints, the newest $T/ckpt/step-00000020" "$T/fresh.out" &&
+    echo "fresh run into $T/ckpt: warned about step-00000020" || { cat "$T/fresh.out"; fail "no warning for a fresh run over checkpoints"; }
 # top-k 1% with DGC's momentum correction and warm-ups: each rank's compressor state (residual,
 # velocity, step count) goes into extra-R-of-N.bin, so the resumed curve is exact too
 kill_resume "top-k 1%" "$A --compress topk:0.01 --compress-warmup 2 --sparsity-warmup 5 --topk-momentum 0.9" "$T/cckpt" step- shard-2-of-4.bin "step-00000020: shard 2 is corrupt"
@@ -60,5 +96,19 @@ kill_resume ZeRO-2 "$AZ" "$T/zckpt" zero-step- rank-00002.bin "zero-step-0000002
 "$COLLRUN" -n 3 "$CTRAIN" $AZ --ckpt-dir "$T/zckpt" --resume --steps 25 >"$T/three.out" 2>&1 || { cat "$T/three.out"; fail "ZeRO resume on 3 ranks"; }
 grep -q "resumed from .*zero-step-00000020" "$T/three.out" && grep -q "^step   25/25 " "$T/three.out" &&
     echo "ZeRO-2: the 4-rank checkpoint of step 20 resumed on 3 ranks to step 25" || fail "ZeRO: no resume on 3 ranks"
+refused "$T/zckpt" "$AZ" "--channels 64" "written by another run (run hash"
+mkdir "$T/zold" && cp -r "$T/zckpt/zero-step-00000005" "$T/zold/" && sed -i '/^run /d' "$T/zold/zero-step-00000005/ctrain.meta"
+refused "$T/zold" "$AZ" "" "written by an older ctrain"
+# fp16: the loss scaler (scale, good steps, skipped steps) is in the checkpoint; with a window
+# of 3 the scale doubles and overflows several times in 20 steps, and the resumed run must
+# still give the uninterrupted curve and the same final scale
+AF="$A --precision fp16 --loss-scale-window 3"
+"$COLLRUN" -n 4 "$CTRAIN" $AF --csv "$T/ref.csv" >"$T/ref.out" 2>&1 || { cat "$T/ref.out"; fail "fp16: reference run"; }
+"$COLLRUN" -n 4 "$CTRAIN" $AF --ckpt-dir "$T/fckpt" --ckpt-every 5 --resume --kill-at 13 --csv "$T/run.csv" >"$T/kill.out" 2>&1 && fail "fp16: the killed run succeeded"
+"$COLLRUN" -n 4 "$CTRAIN" $AF --ckpt-dir "$T/fckpt" --ckpt-every 5 --resume --kill-at 13 --csv "$T/run.csv" >"$T/resume.out" 2>&1 || { cat "$T/resume.out"; fail "fp16: resumed run"; }
+grep -q "resumed from .*step-00000010" "$T/resume.out" || fail "fp16: did not resume from step 10"
+same_curve "fp16, loss scale window 3: kill -9 at step 13, resume"
+grep "^fp16: " "$T/ref.out" >"$T/a" && grep "^fp16: " "$T/resume.out" >"$T/b" && cmp -s "$T/a" "$T/b" &&
+    sed 's/^/  /' "$T/b" || { cat "$T/a" "$T/b"; fail "fp16: skipped steps or final scale differ after resume"; }
 echo "test_ctrain_ckpt: $nfail failure(s)"
 [ $nfail -eq 0 ]
