@@ -5,9 +5,9 @@
  * layer (coll_ddp, optionally compressed per bucket), AdamW with warm-up and cosine decay and
  * gradient clipping, one progress line per step, a validation loss and a loss CSV. Uses only coll.h
  * and coll_train.h. Checkpoints are atomic and checksummed, one shard per rank written in the
- * background, with resume (ckpt.c).
- * --zero 1|2 runs the optimizer sharded (ctrain_zero.c), with the same schedule and clipping.
- * Not built yet: ZeRO stage 3 in ctrain, mixed precision, checkpoints under ZeRO.
+ * background, with resume (ckpt.c), refused for another run's options.
+ * --zero 1|2|3 runs the optimizer sharded (ctrain_zero.c), with the same schedule and clipping
+ * and checkpoints of its own; --precision bf16|fp16 computes in reduced precision (precision.c).
  * Run: collrun -n 4 ./ctrain --data data/moby_dick.txt
  */
 #include <coll.h>       /* defines: coll_init, coll_allreduce, coll_comm_rank/size */
