@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * ctrain_opts.c -- parsing and checking ctrain's long options (defaults shown by --help).
- * Options that are not built yet (--zero 3)
- * are refused with a message rather than silently ignored.
+ * Combinations that cannot work together are refused with a message rather than silently
+ * ignored.
  */
 #include "ctrain_opts.h"
 #include "precision.h"
