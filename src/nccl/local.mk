@@ -5,7 +5,7 @@
 nccllibdir = $(libdir)/libcoll-nccl
 nccllib_LTLIBRARIES = src/nccl/libnccl.la
 src_nccl_libnccl_la_SOURCES = src/nccl/nccl.h src/nccl/nccl_internal.h src/nccl/nccl_comm.c \
-    src/nccl/nccl_group.c src/nccl/nccl_colls.c src/nccl/nccl_premul.c
+    src/nccl/nccl_group.c src/nccl/nccl_colls.c src/nccl/nccl_premul.c src/nccl/nccl_mem.c
 src_nccl_libnccl_la_CPPFLAGS = -I$(top_srcdir)/include -I$(top_srcdir)/src/nccl
 src_nccl_libnccl_la_CFLAGS = $(COLL_CFLAGS)
 src_nccl_libnccl_la_LDFLAGS = -version-number 2:18:3

@@ -7,11 +7,8 @@
  */
 #include "nccl_internal.h"
 
-#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
-#include <sys/uio.h>
-#include <unistd.h>
 
 #define NCCL_SHIM_VISIBLE __attribute__((visibility("default")))
 
@@ -76,27 +73,10 @@ static coll_result_t start_stream(const call_t *c, coll_comm_t *cc, cudaStream_t
     }
 }
 
-/* Can this process read [p, p + n)? Its first and last bytes read through process_vm_readv(2)
- * on itself: device memory (mapped, but not readable by the host) gives EFAULT. Where the call is
- * not allowed (a seccomp filter), the answer is yes: nothing can be told. */
-int nccl_host_readable(const void *p, size_t n)
-{
-    char         b;
-    const char  *at[2] = {p, (const char *)p + n - 1};
-    struct iovec local = {&b, 1};
-
-    for (int i = 0; i < 2; i++) {
-        struct iovec remote = {(void *)at[i], 1};
-        if (process_vm_readv(getpid(), &local, 1, &remote, 1, 0) != 1 && errno == EFAULT) {
-            return 0;
-        }
-    }
-    return 1;
-}
-
 /* A send or receive between the calling rank and itself: as in NCCL, only with its partner in
- * the same group, copied at ncclGroupEnd; on host memory. */
-static ncclResult_t self_call(const char *fn, const call_t *c, ncclComm_t comm)
+ * the same group, copied at ncclGroupEnd (after the stream's earlier work); on memory the host
+ * can read. */
+static ncclResult_t self_call(const char *fn, const call_t *c, ncclComm_t comm, cudaStream_t stream)
 {
     void        *buf   = c->kind == K_SEND ? (void *)c->s : c->r;
     size_t       es    = coll_dtype_size(c->dt);
@@ -119,7 +99,7 @@ static ncclResult_t self_call(const char *fn, const call_t *c, ncclComm_t comm)
                       "(device memory?)",
                       fn, buf);
     } else {
-        r = nccl_group_add_self(comm, c->kind == K_SEND, buf, bytes);
+        r = nccl_group_add_self(comm, c->kind == K_SEND, buf, bytes, stream);
     }
     if (r != ncclSuccess && nccl_group_depth() > 0) {
         nccl_group_note_error(r);
@@ -139,7 +119,7 @@ static ncclResult_t nccl_call(const char *fn, call_t c, ncclDataType_t dt, ncclR
     }
     c.dt = (coll_dtype_t)dt;
     if (r == ncclSuccess && (c.kind == K_SEND || c.kind == K_RECV) && c.root == comm->rank) {
-        return self_call(fn, &c, comm);
+        return self_call(fn, &c, comm, stream);
     }
     if (r == ncclSuccess &&
         (c.kind == K_ALLREDUCE || c.kind == K_REDUCE_SCATTER || c.kind == K_REDUCE)) {

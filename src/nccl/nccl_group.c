@@ -12,21 +12,26 @@
 
 #include <pthread.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define NCCL_SHIM_VISIBLE __attribute__((visibility("default")))
 
-typedef struct {
-    ncclComm_t      comm;
-    coll_request_t *req; /* NULL: deferred init; SPLIT; SELF_SEND, SELF_RECV: a self copy */
-    void           *tmp; /* a self copy: its buffer */
-    size_t          bytes;
-    int             nranks, rank; /* deferred init */
-    ncclUniqueId    id;
-    int             color, key; /* deferred split */
-    ncclComm_t     *split_out;
-    ncclResult_t    result;
+typedef struct nccl_item {
+    ncclComm_t        comm;
+    coll_request_t   *req;    /* NULL: deferred init; SPLIT; SELF_SEND, SELF_RECV: a self copy */
+    void             *tmp;    /* a self copy: its buffer */
+    cudaStream_t      stream; /* a self copy: the call's stream */
+    size_t            bytes;
+    int               nranks, rank; /* deferred init */
+    ncclUniqueId      id;
+    int               color, key; /* deferred split */
+    ncclComm_t       *split_out;
+    struct nccl_item *next_split; /* the parent's next split in this group, or NULL */
+    int               split_ord;  /* how many splits of its parent come before it */
+    ncclResult_t      result;
+    char              msg[256]; /* the made thread's last error */
 } nccl_item_t;
 
 #define DONE      ((coll_request_t *)1) /* waited, joined or copied */
@@ -78,16 +83,18 @@ ncclResult_t nccl_group_add(ncclComm_t comm, coll_request_t *req, void *tmp)
     return ncclSuccess;
 }
 
-ncclResult_t nccl_group_add_self(ncclComm_t comm, int send, void *buf, size_t bytes)
+ncclResult_t nccl_group_add_self(ncclComm_t comm, int send, void *buf, size_t bytes,
+                                 cudaStream_t stream)
 {
     nccl_item_t *it = group_push();
     if (it == NULL) {
         return nccl_fail(comm, ncclSystemError, "ncclGroupEnd: out of memory");
     }
-    it->comm  = comm;
-    it->req   = send ? SELF_SEND : SELF_RECV;
-    it->tmp   = buf;
-    it->bytes = bytes;
+    it->comm   = comm;
+    it->req    = send ? SELF_SEND : SELF_RECV;
+    it->tmp    = buf;
+    it->bytes  = bytes;
+    it->stream = stream;
     return ncclSuccess;
 }
 
@@ -121,6 +128,8 @@ static ncclResult_t group_run_self(void)
                           "meets an ncclRecv of %zu bytes",
                           s->comm->rank, s->bytes, d->bytes);
         } else if (s->bytes > 0 && s->tmp != d->tmp) {
+            nccl_stream_sync(s->stream); /* the work queued before each call first */
+            nccl_stream_sync(d->stream);
             memmove(d->tmp, s->tmp, s->bytes);
         }
         if (j < nitems) {
@@ -176,51 +185,113 @@ NCCL_SHIM_VISIBLE ncclResult_t ncclGroupStart(void)
     return ncclSuccess;
 }
 
+/* One deferred item's thread: an init, or every split of one parent in call order (the splits
+ * of a communicator are rounds of its bootstrap, one after the other). Errors are recorded per
+ * thread, so each item keeps its message for ncclGroupEnd's thread. */
 static void *init_thread(void *arg)
 {
     nccl_item_t *it = arg;
-    it->result      = it->req == SPLIT ? nccl_split_now(it->comm, it->color, it->key, it->split_out)
-                                       : nccl_comm_create(it->comm, it->nranks, &it->id, it->rank);
-    return NULL;
+    for (;;) {
+        it->result = it->req == SPLIT ? nccl_split_now(it->comm, it->color, it->key, it->split_out)
+                                      : nccl_comm_create(it->comm, it->nranks, &it->id, it->rank);
+        if (it->result != ncclSuccess) {
+            snprintf(it->msg, sizeof(it->msg), "%s", ncclGetLastError(NULL));
+        }
+        if (it->req != SPLIT || it->next_split == NULL) {
+            return NULL;
+        }
+        it = it->next_split;
+    }
 }
 
-/* The deferred inits, all at once: each blocks until every rank of its communicator joined. */
+/* Do the items a and b (made, deferred) hold ranks of one new communicator? Inits: one unique
+ * id. Splits: the same split call (the k-th of parents that are ranks of one communicator)
+ * and one color. */
+static int same_made(const nccl_item_t *a, const nccl_item_t *b)
+{
+    if ((a->req == SPLIT) != (b->req == SPLIT)) {
+        return 0;
+    }
+    if (a->req != SPLIT) {
+        return memcmp(&a->id, &b->id, sizeof(a->id)) == 0;
+    }
+    const void *pa = a->comm->siblings != NULL ? (const void *)a->comm->siblings : a->comm;
+    const void *pb = b->comm->siblings != NULL ? (const void *)b->comm->siblings : b->comm;
+    return pa == pb && a->split_ord == b->split_ord && a->color == b->color;
+}
+
+/* The deferred inits and splits, all at once: each blocks until every rank of its
+ * communicator joined. */
 static ncclResult_t group_run_inits(void)
 {
-    pthread_t   *th = calloc((size_t)nitems, sizeof(*th));
-    ncclResult_t r  = ncclSuccess;
-    if (th == NULL) {
+    size_t       cnt  = nitems > 0 ? (size_t)nitems : 1;
+    pthread_t   *th   = calloc(cnt, sizeof(*th));
+    int         *lead = calloc(cnt, sizeof(*lead)), first_bad = -1;
+    ncclResult_t r = ncclSuccess;
+    if (th == NULL || lead == NULL) {
+        free(th), free(lead);
         return nccl_fail(NULL, ncclSystemError, "ncclGroupEnd: out of memory");
     }
-    for (int i = 0; i < nitems; i++) {
-        if (DEFERRED(items[i].req) && pthread_create(&th[i], NULL, init_thread, &items[i]) != 0) {
-            items[i].result = nccl_fail(NULL, ncclSystemError, "ncclGroupEnd: no thread");
-            items[i].req    = DONE; /* not joined */
+    for (int i = 0; i < nitems; i++) { /* chain each parent's splits; the first leads */
+        items[i].next_split = NULL;
+        lead[i]             = DEFERRED(items[i].req);
+        for (int j = i - 1; j >= 0 && items[i].req == SPLIT; j--) {
+            if (items[j].req == SPLIT && items[j].comm == items[i].comm) {
+                items[j].next_split = &items[i];
+                items[i].split_ord  = items[j].split_ord + 1;
+                lead[i]             = 0;
+                break;
+            }
         }
     }
-    ncclComm_t *made  = calloc((size_t)nitems, sizeof(*made));
-    int         nmade = 0;
+    for (int i = 0; i < nitems; i++) {
+        if (lead[i] && pthread_create(&th[i], NULL, init_thread, &items[i]) != 0) {
+            lead[i] = 0;
+            for (nccl_item_t *k = &items[i]; k != NULL;
+                 k              = k->req == SPLIT ? k->next_split : NULL) {
+                k->result = ncclSystemError;
+                snprintf(k->msg, sizeof(k->msg), "ncclGroupEnd: no thread");
+            }
+        }
+    }
+    for (int i = 0; i < nitems; i++) {
+        if (lead[i]) {
+            pthread_join(th[i], NULL);
+        }
+    }
+    ncclComm_t *made = calloc(cnt, sizeof(*made));
+    for (int i = 0; i < nitems; i++) { /* what each made (NULL: NCCL_SPLIT_NOCOLOR, a failure) */
+        if (made != NULL && DEFERRED(items[i].req) && items[i].result == ncclSuccess) {
+            made[i] = items[i].req == SPLIT ? *items[i].split_out : items[i].comm;
+        }
+        if (items[i].result != ncclSuccess && first_bad < 0) {
+            first_bad = i;
+            r         = items[i].result;
+        }
+    }
+    /* ranks of one communicator made in this process are destroyed together */
+    ncclComm_t *group = calloc(cnt, sizeof(*group));
+    for (int i = 0; i < nitems && made != NULL && group != NULL; i++) {
+        int n = 0;
+        for (int j = i; j < nitems && made[i] != NULL; j++) {
+            if (made[j] != NULL && same_made(&items[i], &items[j])) {
+                group[n++] = made[j];
+                made[j]    = j == i ? made[j] : NULL;
+            }
+        }
+        if (n > 1) {
+            nccl_make_siblings(group, n);
+        }
+    }
     for (int i = 0; i < nitems; i++) {
         if (DEFERRED(items[i].req)) {
-            ncclComm_t c = items[i].req == SPLIT ? NULL : items[i].comm;
-            pthread_join(th[i], NULL);
-            if (items[i].req == SPLIT) {
-                c = *items[i].split_out; /* NULL for NCCL_SPLIT_NOCOLOR */
-            }
             items[i].req = DONE;
-            if (items[i].result == ncclSuccess && made != NULL && c != NULL) {
-                made[nmade++] = c;
-            }
-        }
-        if (items[i].result != ncclSuccess && r == ncclSuccess) {
-            r = items[i].result;
         }
     }
-    if (nmade > 1) { /* ranks of one process are destroyed together */
-        nccl_make_siblings(made, nmade);
+    if (first_bad >= 0) { /* its message, for ncclGetLastError in this thread */
+        nccl_fail(NULL, r, "%s", items[first_bad].msg);
     }
-    free(made);
-    free(th);
+    free(group), free(made), free(lead), free(th);
     return r;
 }
 

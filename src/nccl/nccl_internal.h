@@ -52,7 +52,8 @@ int nccl_group_depth(void);
 ncclResult_t nccl_group_add(ncclComm_t comm, coll_request_t *req, void *tmp);
 /* Inside a group: a send (send = 1) or receive of bytes at buf to or from the calling rank
  * itself; at ncclGroupEnd the k-th send of comm to itself is copied into its k-th receive. */
-ncclResult_t nccl_group_add_self(ncclComm_t comm, int send, void *buf, size_t bytes);
+ncclResult_t nccl_group_add_self(ncclComm_t comm, int send, void *buf, size_t bytes,
+                                 cudaStream_t stream);
 
 /* Inside a group: ncclCommSplit of comm, made at ncclGroupEnd (concurrently with the group's
  * other splits and inits, one thread each); *newcomm is set there. */
@@ -61,8 +62,11 @@ ncclResult_t nccl_group_defer_split(ncclComm_t comm, int color, int key, ncclCom
 ncclResult_t nccl_split_now(ncclComm_t comm, int color, int key, ncclComm_t *newcomm);
 void         nccl_group_note_error(ncclResult_t r);
 
+/* ---- buffers and streams seen from the host (nccl_mem.c) ---- */
 /* Can this process read [p, p + n), n > 0? No for device memory; yes where it cannot tell. */
 int nccl_host_readable(const void *p, size_t n);
+/* Wait for the work queued on stream so far, where the process has the CUDA driver loaded. */
+void nccl_stream_sync(cudaStream_t stream);
 
 /* ---- PreMulSum (nccl_premul.c) ---- */
 /* For op >= ncclNumOps: the scaled copy of sendbuff (count elements) to reduce with a sum,

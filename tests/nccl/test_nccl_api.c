@@ -322,6 +322,32 @@ static int run_init_all(void)
     for (int i = 0; i < ND; i++) {
         NCCLCHECK(ncclCommDestroy(sub[i]));
     }
+    /* two splits of each parent in one group: made in call order, one communicator each */
+    ncclComm_t all[ND], odd[ND];
+    NCCLCHECK(ncclGroupStart());
+    for (int i = 0; i < ND; i++) {
+        NCCLCHECK(ncclCommSplit(comms[i], 0, i, &all[i], NULL));
+        NCCLCHECK(ncclCommSplit(comms[i], i % 2 ? 1 : NCCL_SPLIT_NOCOLOR, 0, &odd[i], NULL));
+    }
+    NCCLCHECK(ncclGroupEnd());
+    for (int i = 0; i < ND; i++) {
+        int sn = -1;
+        NCCLCHECK(ncclCommCount(all[i], &sn));
+        CHECK(sn == ND && (odd[i] != NULL) == (i % 2 == 1));
+        buf[i][0] = 1.0f;
+    }
+    NCCLCHECK(ncclGroupStart());
+    for (int i = 0; i < ND; i++) {
+        NCCLCHECK(ncclAllReduce(buf[i], buf[i], 1, ncclFloat, ncclSum, all[i], NULL));
+    }
+    NCCLCHECK(ncclGroupEnd());
+    CHECK(buf[0][0] == (float)ND && buf[ND - 1][0] == (float)ND);
+    for (int i = 0; i < ND; i++) { /* odd[1] alone: its destroy waits for nobody */
+        NCCLCHECK(ncclCommDestroy(all[i]));
+        if (odd[i] != NULL) {
+            NCCLCHECK(ncclCommDestroy(odd[i]));
+        }
+    }
     /* NCCL's usual teardown, one communicator after the other from one thread */
     for (int i = 0; i < ND; i++) {
         NCCLCHECK(ncclCommFinalize(comms[i]));
