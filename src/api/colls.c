@@ -52,6 +52,7 @@ static coll_result_t colls_start_ex(coll_comm_t *comm, const char *fn, coll_args
         return coll_cuda_start(comm, a, sendbuf, recvbuf, NULL, 0, req_p);
     }
     pthread_mutex_lock(&comm->lock);
+    coll_comm_record_flags(comm);
     colls_notice_failures(comm);
     if (comm->error != COLL_OK) {
         pthread_mutex_unlock(&comm->lock);

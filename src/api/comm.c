@@ -500,6 +500,15 @@ void coll_comm_abort_record(coll_comm_t *comm)
     }
 }
 
+void coll_comm_record_flags(coll_comm_t *comm)
+{
+    if (atomic_load(&comm->aborted)) {
+        coll_comm_abort_record(comm);
+    } else if (atomic_load(&comm->revoked)) {
+        coll_comm_revoke_record(comm);
+    }
+}
+
 COLL_API coll_result_t coll_comm_abort(coll_comm_t *comm)
 {
     COLL_CHECK(coll_comm_check_handle(comm, "coll_comm_abort"));

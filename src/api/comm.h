@@ -123,6 +123,8 @@ coll_result_t coll_comm_fail_logged(coll_comm_t *comm, coll_result_t st, const c
 void coll_comm_abort_record(coll_comm_t *comm);
 /* Likewise for this rank's coll_comm_revoke (shrink.c; lock held). */
 void coll_comm_revoke_record(coll_comm_t *comm);
+/* An abort or revoke of this rank that its thread could not record yet, recorded (lock held). */
+void coll_comm_record_flags(coll_comm_t *comm);
 
 /* agree.c: at creation, COLL_ERR_MISMATCH on every rank when the ranks set a parameter that
  * chooses a call's path differently (the message names it, two ranks and their values). */

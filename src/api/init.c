@@ -158,10 +158,15 @@ COLL_API coll_result_t coll_comm_split(coll_comm_t *comm, int color, int key,
 {
     coll_result_t st;
     COLL_CHECK(coll_comm_check_handle(comm, "coll_comm_split"));
-    if ((st = coll_comm_get_error(comm)) != COLL_OK) { /* failed or aborted: no round to join */
-        return coll_set_last_error(st, "coll_comm_split: communicator already failed: %s",
-                                   comm->error != COLL_OK ? comm->last_error
-                                                          : "coll_comm_abort called");
+    pthread_mutex_lock(&comm->lock);
+    coll_comm_record_flags(comm);
+    if ((st = comm->error) != COLL_OK) { /* failed, aborted or revoked: no round to join */
+        st = coll_set_last_error(st, "coll_comm_split: communicator already failed: %s",
+                                 comm->last_error);
+    }
+    pthread_mutex_unlock(&comm->lock);
+    if (st != COLL_OK) {
+        return st;
     }
     if (newcomm_p == NULL) {
         return coll_comm_arg_error(comm, COLL_ERR_INVALID_ARG,

@@ -31,7 +31,7 @@ coll_result_t coll_engine_check(coll_comm_t *comm, coll_task_t *req)
         coll_comm_abort_record(comm); /* the aborting thread could not take the lock */
         return comm->error;
     }
-    if (atomic_load(&comm->revoked) && comm->error == COLL_OK) {
+    if (atomic_load(&comm->revoked)) {
         coll_comm_revoke_record(comm); /* likewise for the revoking thread */
     }
     if (comm->bs != NULL && comm->error == COLL_OK) {
