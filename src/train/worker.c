@@ -317,6 +317,15 @@ void coll_train_worker_submit(train_worker_t *w, train_op_t *op)
     pthread_mutex_unlock(&w->lock);
 }
 
+void coll_train_worker_drain(train_worker_t *w)
+{
+    pthread_mutex_lock(&w->lock);
+    while (w->submitted != w->finished) { /* each ends, at worst by its timeout */
+        pthread_cond_wait(&w->cv_done, &w->lock);
+    }
+    pthread_mutex_unlock(&w->lock);
+}
+
 unsigned long coll_train_worker_busy(train_worker_t *w)
 {
     unsigned long busy;

@@ -57,18 +57,18 @@ float *coll_zero_master(zero_bucket_t *b)
 
 coll_result_t coll_zero_idle(coll_zero_t *z, const char *fn)
 {
-    unsigned long busy   = coll_train_worker_busy(&z->worker);
-    int           nready = 0;
+    int nready = 0;
 
     for (int k = 0; k < z->nbuckets; k++) {
         nready += z->buckets[k].nready;
     }
-    if (busy != 0 || nready != 0) {
+    if (nready != 0) { /* program order: the same on every rank */
         return coll_train_error(COLL_ERR_INVALID_USAGE, fn,
-                                "%lu collective(s) in flight and %d gradient(s) reported since "
-                                "the last coll_zero_step: call it between steps",
-                                busy, nready);
+                                "%d gradient(s) reported since the last coll_zero_step: call it "
+                                "between steps",
+                                nready);
     }
+    coll_train_worker_drain(&z->worker); /* a stage-3 prefetch may still be gathering */
     return COLL_OK;
 }
 

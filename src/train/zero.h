@@ -89,9 +89,9 @@ coll_result_t coll_zero_ckpt_read_table(FILE *f, uint64_t file_size, uint32_t ns
 /* Master parameters and gradient shard of this rank in bucket b, aligned with opt_lo. */
 float        *coll_zero_master(zero_bucket_t *b);
 coll_result_t coll_zero_build(coll_zero_t *z, const char *fn);
-/* COLL_OK between steps: no collective of z's worker in flight and no gradient reported since
- * the last coll_zero_step; else COLL_ERR_INVALID_USAGE, logged for fn (checkpoints use the
- * worker's communicator from the caller's thread). */
+/* Between steps (no gradient reported since the last coll_zero_step; else
+ * COLL_ERR_INVALID_USAGE, logged for fn): waits for the worker's collectives in flight (a
+ * prefetch), then COLL_OK. Checkpoints use the worker's communicator from the caller's thread. */
 coll_result_t coll_zero_idle(coll_zero_t *z, const char *fn);
 /* Stages 1-2: all-gather every bucket's parameters from the owners' shards. */
 coll_result_t coll_zero_gather_all(coll_zero_t *z, const char *fn);
