@@ -417,6 +417,7 @@ int ctrain_opts_parse(int argc, char **argv, ctrain_opts_t *o)
         fprintf(stderr, "ctrain: warning: --elastic without --ckpt-every: after a failure the "
                         "survivors start again from step 0\n");
     }
+    o->warmup_given = o->warmup;
     if (o->warmup > o->steps) {
         o->warmup = o->steps;
     }
@@ -433,7 +434,8 @@ static uint64_t opts_fnv1a(uint64_t h, const char *text)
 
 /* FNV-1a of the options that set the training trajectory, as text of exact values (%a), and
  * the size of the data file (its path for a directory). Not the number of ranks (resuming on
- * another number is supported), not --steps (a run may be extended), nor what only observes. */
+ * another number is supported), not --steps (a run may be extended; hence --warmup as given,
+ * before the clamp to --steps), nor what only observes. */
 uint64_t ctrain_opts_run_hash(const ctrain_opts_t *o)
 {
     char        text[512];
@@ -442,7 +444,7 @@ uint64_t ctrain_opts_run_hash(const ctrain_opts_t *o)
              "%s L%d C%d H%d T%d B%d A%d lr %a %a wd %a clip %a betas %a %a eps %a warmup %d "
              "prec %d wire %d seed %llu",
              o->model, o->layers, o->channels, o->heads, o->seqlen, o->batch, o->grad_accum, o->lr,
-             o->min_lr_ratio, o->weight_decay, o->clip, o->beta1, o->beta2, o->eps, o->warmup,
+             o->min_lr_ratio, o->weight_decay, o->clip, o->beta1, o->beta2, o->eps, o->warmup_given,
              o->precision, (int)o->comm_dtype, (unsigned long long)o->seed);
     uint64_t h = opts_fnv1a(0xcbf29ce484222325ULL, text);
     if (o->precision == PREC_FP16) {

@@ -19,7 +19,8 @@ typedef struct {
     int                    steps, batch, grad_accum;
     float                  lr, min_lr_ratio, weight_decay, clip, beta1, beta2, eps;
     int                    warmup;
-    int                    zero; /* only 0 (DDP) so far */
+    int                    warmup_given; /* as given, before it is clamped to --steps */
+    int                    zero;         /* only 0 (DDP) so far */
     double                 bucket_mb;
     coll_dtype_t           comm_dtype;
     coll_compress_config_t compress;          /* kind 0: dense */

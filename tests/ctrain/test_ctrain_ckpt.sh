@@ -86,6 +86,15 @@ fi
 "$COLLRUN" -n 2 "$CTRAIN" $A --steps 1 --eval-every 0 --ckpt-dir "$T/ckpt" --ckpt-every 5 >"$T/fresh.out" 2>&1 || { cat "$T/fresh.out"; fail "fresh run into a checkpoint directory"; }
 grep -q "warning: .*checkpoints, the newest $T/ckpt/step-00000020" "$T/fresh.out" &&
     echo "fresh run into $T/ckpt: warned about step-00000020" || { cat "$T/fresh.out"; fail "no warning for a fresh run over checkpoints"; }
+# extending a run whose --warmup (3) was clamped to its --steps (2): the same run, resumed
+"$COLLRUN" -n 2 "$CTRAIN" $A --steps 2 --eval-every 0 --ckpt-dir "$T/short" --ckpt-every 2 >"$T/short.out" 2>&1 || { cat "$T/short.out"; fail "2-step run"; }
+"$COLLRUN" -n 2 "$CTRAIN" $A --steps 4 --eval-every 0 --ckpt-dir "$T/short" --resume >"$T/longer.out" 2>&1
+rc=$?
+if [ $rc -eq 0 ] && grep -q "resumed from $T/short/step-00000002" "$T/longer.out"; then
+    echo "a 2-step run (warm-up clamped to 2) extended to 4 steps: resumed"
+else
+    cat "$T/longer.out"; fail "extending a run with a clamped warm-up: status $rc"
+fi
 # top-k 1% with DGC's momentum correction and warm-ups: each rank's compressor state (residual,
 # velocity, step count) goes into extra-R-of-N.bin, so the resumed curve is exact too
 kill_resume "top-k 1%" "$A --compress topk:0.01 --compress-warmup 2 --sparsity-warmup 5 --topk-momentum 0.9" "$T/cckpt" step- shard-2-of-4.bin "step-00000020: shard 2 is corrupt"
