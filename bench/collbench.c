@@ -940,6 +940,10 @@ int main(int argc, char **argv)
     cb_print_header(&x);
     cb_run_all(&x);
     avg_busbw = x.bw_count > 0 ? x.bw_sum / (double)x.bw_count : 0;
+    if (x.o.min_bw >= 0) { /* rank 0's figure decides every rank's status (with -a 0 each
+                            * rank's own times differ) */
+        coll_broadcast(&avg_busbw, &avg_busbw, 1, COLL_FLOAT64, 0, x.comm);
+    }
     if (x.rank == 0) {
         cb_out_footer(&x.out, x.errors, avg_busbw);
     }
