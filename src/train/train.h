@@ -99,12 +99,12 @@ void  coll_train_buffer_free(void *p, int shared);
 coll_result_t coll_train_worker_wait(train_worker_t *w, train_op_t *op);
 /* 1 if op is done (never blocks). */
 int coll_train_worker_test(train_worker_t *w, train_op_t *op);
-/* Collective, with the worker idle: the arrival summary of its communicator
- * (coll_comm_stats); COLL_ERR_INVALID_USAGE while ops are in flight. */
 /* Wait until every op submitted so far has finished (the worker is idle). */
 void coll_train_worker_drain(train_worker_t *w);
 /* Ops submitted and not yet finished: 0 when the worker is idle. */
 unsigned long coll_train_worker_busy(train_worker_t *w);
+/* Collective, with the worker idle: the arrival summary of its communicator
+ * (coll_comm_stats); COLL_ERR_INVALID_USAGE while ops are in flight. */
 coll_result_t coll_train_worker_arrival(train_worker_t *w, const char *fn, char *buf, size_t len);
 
 /* Conversions with round-to-nearest-even, NaN kept a NaN. */

@@ -520,18 +520,24 @@ coll_result_t coll_zero_gather_all(coll_zero_t *z, const char *fn)
     return first;
 }
 
+coll_result_t coll_zero_drop_gathered(coll_zero_t *z, const char *fn)
+{
+    for (int k = 0; k < z->nbuckets && z->cfg.stage == 3; k++) {
+        zero_bucket_t *b = &z->buckets[k];
+        COLL_CHECK(zero_gather_wait(z, b, fn));
+        zero_work_free(z, &b->pfull, b->shard * (size_t)z->nranks);
+        b->gather = 0;
+    }
+    return COLL_OK;
+}
+
 COLL_API coll_result_t coll_zero_step(coll_zero_t *zero)
 {
     const char *fn = "coll_zero_step";
     COLL_CHECK(zero_check(zero, fn));
     COLL_CHECK(coll_zero_build(zero, fn));
     COLL_CHECK(zero_wait_reductions(zero, fn));
-    for (int k = 0; k < zero->nbuckets && zero->cfg.stage == 3; k++) {
-        zero_bucket_t *b = &zero->buckets[k]; /* gathered copies would be stale after the update */
-        COLL_CHECK(zero_gather_wait(zero, b, fn));
-        zero_work_free(zero, &b->pfull, b->shard * (size_t)zero->nranks);
-        b->gather = 0;
-    }
+    COLL_CHECK(coll_zero_drop_gathered(zero, fn)); /* they would be stale after the update */
     zero->steps++;
     for (int k = 0; k < zero->nbuckets; k++) {
         zero_bucket_t *b = &zero->buckets[k];

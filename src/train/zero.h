@@ -93,6 +93,9 @@ coll_result_t coll_zero_build(coll_zero_t *z, const char *fn);
  * COLL_ERR_INVALID_USAGE, logged for fn): waits for the worker's collectives in flight (a
  * prefetch), then COLL_OK. Checkpoints use the worker's communicator from the caller's thread. */
 coll_result_t coll_zero_idle(coll_zero_t *z, const char *fn);
+/* Stage 3: every layer's gathered copy (done or in flight) waited for and dropped; the next
+ * gather reads the owners' shards again. */
+coll_result_t coll_zero_drop_gathered(coll_zero_t *z, const char *fn);
 /* Stages 1-2: all-gather every bucket's parameters from the owners' shards. */
 coll_result_t coll_zero_gather_all(coll_zero_t *z, const char *fn);
 

@@ -342,6 +342,7 @@ COLL_API coll_result_t coll_zero_load(coll_zero_t *zero, const char *dir)
     }
     COLL_CHECK(coll_zero_build(zero, fn));
     COLL_CHECK(coll_zero_idle(zero, fn));
+    COLL_CHECK(coll_zero_drop_gathered(zero, fn)); /* copies of the parameters before the load */
     coll_result_t st = ckpt_read_manifest(zero, dir, &m, fn), all;
     for (int r = 0; st == COLL_OK && r < m.nranks; r++) {
         st = ckpt_read_rank(zero, dir, r, coll_zero_nstate(zero), fn);
