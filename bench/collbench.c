@@ -940,9 +940,13 @@ int main(int argc, char **argv)
     cb_print_header(&x);
     cb_run_all(&x);
     avg_busbw = x.bw_count > 0 ? x.bw_sum / (double)x.bw_count : 0;
-    if (x.o.min_bw >= 0) { /* rank 0's figure decides every rank's status (with -a 0 each
-                            * rank's own times differ) */
-        coll_broadcast(&avg_busbw, &avg_busbw, 1, COLL_FLOAT64, 0, x.comm);
+    /* rank 0's figure decides every rank's status under NCCL_TESTS_MIN_BW (with -a 0 each
+     * rank's own times differ); on every rank, whatever its environment says */
+    if (coll_broadcast(&avg_busbw, &avg_busbw, 1, COLL_FLOAT64, 0, x.comm) != COLL_OK) {
+        fprintf(stderr, "collbench: rank %d: broadcast of the average failed: %s\n", x.rank,
+                coll_comm_last_error(x.comm));
+        coll_comm_abort(x.comm);
+        return 1;
     }
     if (x.rank == 0) {
         cb_out_footer(&x.out, x.errors, avg_busbw);

@@ -129,7 +129,7 @@ static ncclResult_t nccl_call(const char *fn, call_t c, ncclDataType_t dt, ncclR
         } else if (c.kind == K_REDUCE_SCATTER) {
             n *= (size_t)comm->nranks;
         }
-        r = nccl_premul_apply(comm, fn, op, dt, n, &c.s, &tmp, &c.op);
+        r = nccl_premul_apply(comm, fn, op, dt, n, stream, &c.s, &tmp, &c.op);
     }
     if (r != ncclSuccess) {
         if (nccl_group_depth() > 0) {

@@ -129,7 +129,9 @@ static ncclResult_t group_run_self(void)
                           s->comm->rank, s->bytes, d->bytes);
         } else if (s->bytes > 0 && s->tmp != d->tmp) {
             nccl_stream_sync(s->stream); /* the work queued before each call first */
-            nccl_stream_sync(d->stream);
+            if (d->stream != s->stream) {
+                nccl_stream_sync(d->stream);
+            }
             memmove(d->tmp, s->tmp, s->bytes);
         }
         if (j < nitems) {

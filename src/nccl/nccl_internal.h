@@ -65,14 +65,15 @@ void         nccl_group_note_error(ncclResult_t r);
 /* ---- buffers and streams seen from the host (nccl_mem.c) ---- */
 /* Can this process read [p, p + n), n > 0? No for device memory; yes where it cannot tell. */
 int nccl_host_readable(const void *p, size_t n);
-/* Wait for the work queued on stream so far, where the process has the CUDA driver loaded. */
+/* Wait for the work queued on stream (NULL: the legacy default stream) so far, where the
+ * process has the CUDA driver loaded. */
 void nccl_stream_sync(cudaStream_t stream);
 
 /* ---- PreMulSum (nccl_premul.c) ---- */
 /* For op >= ncclNumOps: the scaled copy of sendbuff (count elements) to reduce with a sum,
  * malloc'd into *tmp_p; for a built-in op *tmp_p = NULL and *sendbuff_p is untouched. */
 ncclResult_t nccl_premul_apply(ncclComm_t comm, const char *fn, ncclRedOp_t op, ncclDataType_t dt,
-                               size_t count, const void **sendbuff_p, void **tmp_p,
-                               coll_redop_t *cop_p);
+                               size_t count, cudaStream_t stream, const void **sendbuff_p,
+                               void **tmp_p, coll_redop_t *cop_p);
 
 #endif

@@ -64,8 +64,8 @@ int nccl_host_readable(const void *p, size_t n)
 void nccl_stream_sync(cudaStream_t stream)
 {
     typedef int (*sync_fn)(void *);
-    sync_fn sync = stream != NULL ? (sync_fn)mem_cuda_sym("cuStreamSynchronize") : NULL;
+    sync_fn sync = (sync_fn)mem_cuda_sym("cuStreamSynchronize");
     if (sync != NULL) {
-        sync(stream);
+        sync(stream); /* NULL: the legacy default stream; without a context an error, no wait */
     }
 }

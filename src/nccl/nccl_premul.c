@@ -212,8 +212,8 @@ NCCL_SHIM_VISIBLE ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm)
 }
 
 ncclResult_t nccl_premul_apply(ncclComm_t comm, const char *fn, ncclRedOp_t op, ncclDataType_t dt,
-                               size_t count, const void **sendbuff_p, void **tmp_p,
-                               coll_redop_t *cop_p)
+                               size_t count, cudaStream_t stream, const void **sendbuff_p,
+                               void **tmp_p, coll_redop_t *cop_p)
 {
     *tmp_p = NULL;
     if ((int)op >= 0 && (int)op < ncclNumOps) {
@@ -249,6 +249,7 @@ ncclResult_t nccl_premul_apply(ncclComm_t comm, const char *fn, ncclRedOp_t op, 
                          "managed memory",
                          fn, *sendbuff_p);
     }
+    nccl_stream_sync(stream); /* the input, and a device-resident scalar, as the stream left them */
     double  d = 0;
     int64_t k = 0;
     scalar_read(dt, p->residence == ncclScalarHostImmediate ? (const void *)p->raw : p->ptr, &d,
