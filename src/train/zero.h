@@ -81,8 +81,9 @@ typedef struct {
 } coll_zero_ckpt_seg_t;
 
 /* Read and validate a shard's header and segment table from f (file_size bytes, positioned at
- * 0) for a model of nelems elements: every segment inside the model, the data it announces
- * inside the file. *segs_p is coll_free'd by the caller. On failure, why says what is wrong. */
+ * 0) for a model of nelems elements: every segment inside the model (an empty one past its end
+ * is moved to the end), the data it announces inside the file. *segs_p is coll_free'd by the
+ * caller. On failure, why says what is wrong. */
 coll_result_t coll_zero_ckpt_read_table(FILE *f, uint64_t file_size, uint32_t nstate,
                                         uint64_t nelems, coll_zero_ckpt_header_t *h,
                                         coll_zero_ckpt_seg_t **segs_p, char *why, size_t why_len);

@@ -247,8 +247,10 @@ coll_result_t coll_zero_ckpt_read_table(FILE *f, uint64_t file_size, uint32_t ns
         return COLL_ERR_INVALID_ARG;
     }
     for (uint64_t s = 0; s < h->nseg; s++) {
-        /* an empty segment may start anywhere: earlier writers put one past the model's end */
-        if (segs[s].len > nelems || (segs[s].len > 0 && segs[s].gstart > nelems - segs[s].len)) {
+        if (segs[s].len == 0 && segs[s].gstart > nelems) {
+            segs[s].gstart = nelems; /* empty: earlier writers put one past the model's end */
+        }
+        if (segs[s].len > nelems || segs[s].gstart > nelems - segs[s].len) {
             snprintf(why, why_len,
                      "segment %llu [%llu, +%llu) lies outside the model's %llu elements",
                      (unsigned long long)s, (unsigned long long)segs[s].gstart,
