@@ -345,3 +345,15 @@ int ckpt_newest(const char *root, char *name, size_t len)
     ckpt_list_free(znames, nz);
     return best != NULL;
 }
+
+void ckpt_refuse_foreign(const char *root, int rank)
+{
+    if (rank == 0) {
+        fprintf(stderr,
+                "ctrain: --resume: no checkpoint in %s is of this run (run hash mismatch: "
+                "written with other options, or by an older ctrain); rerun with the options "
+                "they were made with, or use another --ckpt-dir\n",
+                root);
+    }
+    exit(2);
+}

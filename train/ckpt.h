@@ -34,6 +34,9 @@ int ckpt_commit(const char *root, uint64_t step, int nranks);
  * usable, 2 none usable and at least one skipped as another run's (another run hash, or the
  * format of an older ctrain). s may be partly overwritten when 1 or 2 is returned. */
 int ckpt_load_latest(const char *root, ckpt_state_t *s, uint64_t *step_p);
+/* --resume found only another run's checkpoints in root: rank 0 says so, every rank exits 2
+ * (training from step 0 would write over them). */
+void ckpt_refuse_foreign(const char *root, int rank) __attribute__((noreturn));
 /* The newest checkpoint directory in root (step-N or zero-step-N) into name: 1, or 0 if none. */
 int ckpt_newest(const char *root, char *name, size_t len);
 

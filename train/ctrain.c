@@ -13,7 +13,7 @@
 #include <coll.h>       /* defines: coll_init, coll_allreduce, coll_comm_rank/size */
 #include <coll_train.h> /* defines: coll_ddp_*, coll_compress_config_t */
 
-#include "ckpt.h"           /* defines: ckpt_save_shard, ckpt_commit, ckpt_load_latest, _newest */
+#include "ckpt.h" /* defines: ckpt_save_shard, _commit, _load_latest, _newest, _refuse_foreign */
 #include "ctrain_opts.h"    /* defines: ctrain_opts_t, ctrain_opts_parse, ctrain_usage */
 #include "ctrain_dump.h"    /* defines: ctrain_dump_* (reference values for the tests) */
 #include "ctrain_elastic.h" /* defines: ctrain_fail, ctrain_elastic_shrink (--elastic) */
@@ -185,14 +185,7 @@ static int resume_state(const ctrain_opts_t *o, model_t *gpt, adamw_t *opt, loss
         rc = ckpt_load_latest(o->ckpt_dir, &s, &step);
     }
     if (rc == 2 && strict) { /* training from step 0 would write over that run's checkpoints */
-        if (rank == 0) {
-            fprintf(stderr,
-                    "ctrain: --resume: no checkpoint in %s is of this run (run hash mismatch: "
-                    "written with other options, or by an older ctrain); rerun with the options "
-                    "they were made with, or use another --ckpt-dir\n",
-                    o->ckpt_dir);
-        }
-        exit(2);
+        ckpt_refuse_foreign(o->ckpt_dir, rank);
     }
     if (rc == 0) { /* copy only a fully verified checkpoint */
         memcpy(gpt->param_mem, s.params, n * 4);

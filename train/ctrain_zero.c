@@ -4,6 +4,7 @@
  * views, readiness from backward, and the sharded optimizer step.
  */
 #include "ctrain_zero.h"
+#include "ckpt.h"
 #include "ctrain_elastic.h"
 
 #include <dirent.h>
@@ -295,14 +296,7 @@ int ctrain_zero_resume(coll_zero_t *z, model_t *m, const ctrain_opts_t *o, int r
     }
     free(steps);
     if (found == 0 && foreign && strict) { /* step 0 would write over that run's checkpoints */
-        if (rank == 0) {
-            fprintf(stderr,
-                    "ctrain: --resume: no checkpoint in %s is of this run (run hash mismatch: "
-                    "written with other options, or by an older ctrain); rerun with the options "
-                    "they were made with, or use another --ckpt-dir\n",
-                    o->ckpt_dir);
-        }
-        exit(2);
+        ckpt_refuse_foreign(o->ckpt_dir, rank);
     }
     return found;
 }
