@@ -104,6 +104,7 @@ struct coll_comm {
     /* errors: first failure wins and is sticky */
     atomic_int    aborted;
     atomic_int    revoked;
+    atomic_int    told_failed; /* this rank's failure was announced through the bootstrap */
     coll_result_t error;
     char          last_error[512];
 };

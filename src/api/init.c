@@ -153,6 +153,22 @@ static int split_cmp(const void *a, const void *b)
     return x->rank < y->rank ? -1 : x->rank > y->rank;
 }
 
+/* This rank joins no split round: unless the others heard of the failure already (an abort or
+ * revoke is announced when made, a failure reported by the bootstrap came from it), tell them
+ * once, so that their split fails now naming this rank instead of waiting for the round until
+ * COLL_BOOTSTRAP_TIMEOUT. */
+static void split_tell_failed(coll_comm_t *comm, coll_result_t st, const char *why)
+{
+    if (st == COLL_ERR_ABORTED || st == COLL_ERR_REVOKED || comm->bs == NULL ||
+        coll_bootstrap_poll(comm->bs, NULL, 0) != COLL_OK ||
+        atomic_exchange(&comm->told_failed, 1) != 0) {
+        return;
+    }
+    char reason[640];
+    snprintf(reason, sizeof(reason), "%s; it left coll_comm_split", why);
+    coll_bootstrap_failed(comm->bs, reason);
+}
+
 COLL_API coll_result_t coll_comm_split(coll_comm_t *comm, int color, int key,
                                        coll_comm_t **newcomm_p)
 {
@@ -160,12 +176,15 @@ COLL_API coll_result_t coll_comm_split(coll_comm_t *comm, int color, int key,
     COLL_CHECK(coll_comm_check_handle(comm, "coll_comm_split"));
     pthread_mutex_lock(&comm->lock);
     coll_comm_record_flags(comm);
+    char told[600];
     if ((st = comm->error) != COLL_OK) { /* failed, aborted or revoked: no round to join */
+        snprintf(told, sizeof(told), "%s", comm->last_error);
         st = coll_set_last_error(st, "coll_comm_split: communicator already failed: %s",
                                  comm->last_error);
     }
     pthread_mutex_unlock(&comm->lock);
     if (st != COLL_OK) {
+        split_tell_failed(comm, st, told);
         return st;
     }
     if (newcomm_p == NULL) {

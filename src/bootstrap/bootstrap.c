@@ -59,7 +59,8 @@ static coll_result_t boot_send(coll_bootstrap_t *bs, coll_boot_type_t type, uint
     if (st == COLL_OK && len > 0) {
         st = coll_sock_send_all(bs->fd, payload, len, deadline);
     }
-    if (st != COLL_OK && type != COLL_BOOT_BYE && type != COLL_BOOT_ABORT) {
+    if (st != COLL_OK && type != COLL_BOOT_BYE && type != COLL_BOOT_ABORT &&
+        type != COLL_BOOT_FAILED) {
         return boot_fail(bs, st == COLL_ERR_TIMEOUT ? st : COLL_ERR_REMOTE,
                          "lost the bootstrap root (rank 0's process died?) while sending %s",
                          coll_boot_type_name(type));
@@ -106,6 +107,9 @@ static coll_result_t boot_recv(coll_bootstrap_t *bs, coll_boot_hdr_t *h, void *b
             return boot_fail(bs, COLL_ERR_REMOTE, "bootstrap failed: %s", scratch);
         case COLL_BOOT_REVOKE:
             return boot_fail(bs, COLL_ERR_REVOKED, "rank %d revoked the communicator: %s", h->rank,
+                             scratch);
+        case COLL_BOOT_FAILED:
+            return boot_fail(bs, COLL_ERR_REMOTE, "rank %d's communicator failed: %s", h->rank,
                              scratch);
         default:
             break; /* WELCOME, FIN: the caller looks at the type */
@@ -312,6 +316,11 @@ coll_result_t coll_bootstrap_poll(coll_bootstrap_t *bs, char *msg, size_t msglen
 void coll_bootstrap_abort(coll_bootstrap_t *bs, const char *reason)
 {
     boot_send(bs, COLL_BOOT_ABORT, 0, reason, (uint32_t)strlen(reason) + 1, coll_time_s() + 1.0);
+}
+
+void coll_bootstrap_failed(coll_bootstrap_t *bs, const char *reason)
+{
+    boot_send(bs, COLL_BOOT_FAILED, 0, reason, (uint32_t)strlen(reason) + 1, coll_time_s() + 1.0);
 }
 
 coll_result_t coll_bootstrap_close(coll_bootstrap_t *bs, double deadline)

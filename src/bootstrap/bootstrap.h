@@ -41,6 +41,9 @@ coll_result_t coll_bootstrap_barrier(coll_bootstrap_t *bs, double deadline);
 coll_result_t coll_bootstrap_poll(coll_bootstrap_t *bs, char *msg, size_t msglen);
 /* Tell every rank that this one aborted. */
 void coll_bootstrap_abort(coll_bootstrap_t *bs, const char *reason);
+/* Tell every rank that this rank's communicator failed (it joins no further round); they fail
+ * with COLL_ERR_REMOTE naming it. */
+void coll_bootstrap_failed(coll_bootstrap_t *bs, const char *reason);
 /* Tell every rank that the communicator is revoked (they fail with COLL_ERR_REVOKED). */
 void coll_bootstrap_revoke(coll_bootstrap_t *bs, const char *reason);
 /* Survivors' agreement, through the root, even after a failure: returns the ordered old ranks

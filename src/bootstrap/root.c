@@ -261,6 +261,7 @@ static void root_message(coll_boot_root_t *r, root_conn_t *c)
         break;
     case COLL_BOOT_ABORT:
     case COLL_BOOT_REVOKE:
+    case COLL_BOOT_FAILED:
         root_broadcast(r, (coll_boot_type_t)c->hdr.type, c->rank, 0, c->payload, c->hdr.len,
                        c->rank);
         break;

@@ -29,8 +29,9 @@ void coll_boot_hdr_fill(coll_boot_hdr_t *h, coll_boot_type_t type, uint64_t job_
 
 const char *coll_boot_type_name(uint32_t type)
 {
-    static const char *const names[] = {"?",   "HELLO", "WELCOME", "GATHER", "ABORT",  "DEATH",
-                                        "BYE", "FIN",   "ERROR",   "REVOKE", "SHRINK", "SHRUNK"};
+    static const char *const names[] = {"?",      "HELLO",  "WELCOME", "GATHER", "ABORT",
+                                        "DEATH",  "BYE",    "FIN",     "ERROR",  "REVOKE",
+                                        "SHRINK", "SHRUNK", "FAILED"};
     return type < COLL_BOOT_TYPE_MAX ? names[type] : "?";
 }
 

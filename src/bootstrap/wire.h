@@ -13,7 +13,7 @@
 #include "sock.h"
 
 #define COLL_BOOT_MAGIC       0x424c4f43u /* "COLB" */
-#define COLL_BOOT_VERSION     3 /* 2: connections are authenticated; 3: standby addresses */
+#define COLL_BOOT_VERSION     4 /* 2: authenticated; 3: standby addresses; 4: FAILED notice */
 #define COLL_BOOT_MAX_PAYLOAD (1u << 20) /* per message from a rank */
 #define COLL_BOOT_MAX_RANKS   (1 << 20)
 #define COLL_UID_MAGIC        0x44495543u /* "CUID" */
@@ -30,6 +30,7 @@ typedef enum {
     COLL_BOOT_REVOKE,    /* rank -> root -> everyone: the communicator is revoked */
     COLL_BOOT_SHRINK,    /* rank -> root: this rank survives and asks to shrink */
     COLL_BOOT_SHRUNK,    /* root -> survivors: coll_boot_shrunk_t, then int32 old ranks */
+    COLL_BOOT_FAILED,    /* rank -> root -> everyone: its communicator failed (payload: text) */
     COLL_BOOT_TYPE_MAX
 } coll_boot_type_t;
 

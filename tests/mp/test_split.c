@@ -3,7 +3,8 @@
  * coll_comm_split: even/odd colors with reversed keys, a NOCOLOR rank, collectives on the
  * children and the parent interleaved, and destroy of children before the parent.
  * coll_comm_nhosts of the parent and the children, on one host and on emulated hosts of 2 ranks
- * (COLL_TEST_RANKS_PER_HOST); its NULL output refused; a split of an aborted communicator.
+ * (COLL_TEST_RANKS_PER_HOST); its NULL output refused; a split of an aborted communicator and
+ * of one that failed on one rank only.
  */
 #include "coll_test.h"
 
@@ -126,6 +127,39 @@ static int split_aborted_rank(int rank, int n, coll_comm_t *comm, void *arg)
     return 0;
 }
 
+/* coll_comm_split when rank 1's communicator failed there only (a receive of 1 element matched
+ * a send of 4):
+ * rank 1 is refused at once with that error and tells the others, so rank 0, already waiting in
+ * the split's round, fails within seconds naming rank 1 (it waited COLL_BOOTSTRAP_TIMEOUT). */
+static int split_failed_rank(int rank, int n, coll_comm_t *comm, void *arg)
+{
+    coll_comm_t  *child = NULL;
+    coll_result_t st;
+    int32_t       v = 0;
+    (void)n, (void)arg;
+    double  t0      = now_s();
+    int32_t four[4] = {1, 2, 3, 4};
+    if (rank == 0) {
+        ASSERT_OK(coll_send(four, 4, COLL_INT32, 1, comm));
+    } else {
+        ASSERT_EQ(coll_recv(&v, 1, COLL_INT32, 0, comm), COLL_ERR_MISMATCH); /* 4 sent */
+    }
+    st = coll_comm_split(comm, 0, rank, &child);
+    printf("rank %d: split returned %s after %.2f s: %s\n", rank, coll_strerror(st), now_s() - t0,
+           coll_last_error());
+    ASSERT_TRUE(child == NULL);
+    ASSERT_TRUE(now_s() - t0 < 20.0);
+    if (rank == 1) {
+        ASSERT_EQ(st, COLL_ERR_MISMATCH);
+    } else {
+        ASSERT_EQ(st, COLL_ERR_REMOTE);
+        ASSERT_STR_CONTAINS(coll_last_error(), "rank 1's communicator failed");
+        ASSERT_STR_CONTAINS(coll_last_error(), "recv #0");
+        ASSERT_EQ(coll_comm_get_error(comm), COLL_ERR_REMOTE);
+    }
+    return 0;
+}
+
 int main(void)
 {
     const char      *tps[8];
@@ -164,6 +198,11 @@ int main(void)
     printf("%s: split of an aborted communicator\n", arc ? "FAIL" : "PASS");
     total++;
     failed += arc != 0;
+    coll_test_opts_t fo  = {.nranks = 2, .want_comm = 1, .timeout_s = 60};
+    int              frc = coll_test_run_ranks(&fo, split_failed_rank, NULL);
+    printf("%s: split of a communicator failed on one rank\n", frc ? "FAIL" : "PASS");
+    total++;
+    failed += frc != 0;
     printf("%d passed, %d failed\n", total - failed, failed);
     return failed != 0;
 }
