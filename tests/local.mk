@@ -101,11 +101,15 @@ tests_mp_test_alltoall_LDADD = $(TEST_MP_LDADD)
 # ---- multi-process API, point-to-point and failure tests ----
 MP_OTHER_TESTS = tests/mp/test_p2p tests/mp/test_split tests/mp/test_failures tests/mp/test_shrink \
     tests/mp/test_args tests/mp/test_window tests/mp/test_diag tests/mp/test_soak \
-    tests/mp/test_register tests/mp/test_direct_cma tests/mp/test_small tests/mp/test_agree
+    tests/mp/test_register tests/mp/test_direct_cma tests/mp/test_small tests/mp/test_agree \
+    tests/mp/test_unexpected
 check_PROGRAMS += $(MP_OTHER_TESTS)
 tests_mp_test_p2p_SOURCES = tests/mp/test_p2p.c
 tests_mp_test_p2p_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_mp_test_p2p_LDADD = $(TEST_MP_LDADD)
+tests_mp_test_unexpected_SOURCES = tests/mp/test_unexpected.c
+tests_mp_test_unexpected_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_mp_test_unexpected_LDADD = $(TEST_MP_LDADD)
 tests_mp_test_split_SOURCES = tests/mp/test_split.c
 tests_mp_test_split_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_mp_test_split_LDADD = $(TEST_MP_LDADD)

@@ -9,6 +9,7 @@
 #include "match.h"
 #include "error.h"
 #include "log.h"
+#include "param.h"
 #include "util.h"
 #include "reduce/reduce.h"
 #include "cuda/devmem.h"
@@ -24,8 +25,20 @@
 void coll_tp_match_init(coll_tp_match_t *m, int peer, const char *tpname)
 {
     memset(m, 0, sizeof(*m));
-    m->peer   = peer;
-    m->tpname = tpname;
+    m->peer      = peer;
+    m->tpname    = tpname;
+    m->unexp_max = coll_param_size(COLL_P_UNEXPECTED_MAX);
+}
+
+void coll_tp_match_log_held(coll_tp_match_t *m)
+{
+    if (!m->held_logged) {
+        m->held_logged = 1;
+        coll_debug(COLL,
+                   "%s: %zu bytes from rank %d buffered ahead of their receives "
+                   "(COLL_UNEXPECTED_MAX %zu): its later messages wait until a receive is posted",
+                   m->tpname, m->unexp_bytes, m->peer, m->unexp_max);
+    }
 }
 
 static void match_complete(coll_tp_op_t *op, coll_result_t st)
@@ -55,6 +68,7 @@ void coll_tp_match_fini(coll_tp_match_t *m, coll_result_t status)
         u = next;
     }
     m->unexp_bytes = 0;
+    m->nwaiting    = 0;
     while (m->spare != NULL) {
         u        = m->spare;
         m->spare = u->next;
@@ -239,6 +253,7 @@ coll_result_t coll_tp_match_post(coll_tp_match_t *m, coll_tp_op_t *op)
     }
     if (u->bytes < u->total) {
         u->waiting = op; /* the rest arrives into the buffer; delivered whole at the end */
+        m->nwaiting++;
         return COLL_OK;
     }
     st        = match_put(op, 0, u->data, u->total);
@@ -289,6 +304,7 @@ static coll_result_t match_buffer(coll_tp_match_t *m, uint64_t tag, size_t total
     u->bytes += n;
     if (u->bytes >= u->total && u->waiting != NULL) {
         coll_tp_op_t *op = u->waiting;
+        m->nwaiting--;
         coll_result_t st = match_put(op, 0, u->data, u->total);
         op->bytes        = st == COLL_OK ? u->total : 0;
         prev             = NULL;

@@ -26,7 +26,10 @@ typedef struct coll_tp_match {
     coll_tp_unexp_t *unexp_head;
     int              peer;        /* for error messages */
     const char      *tpname;      /* for error messages */
-    size_t           unexp_bytes; /* buffered now, for diagnostics */
+    size_t           unexp_bytes; /* buffered now */
+    size_t           unexp_max;   /* COLL_UNEXPECTED_MAX (0: no limit) */
+    int              held_logged; /* coll_tp_match_held was logged */
+    int              nwaiting;    /* receives waiting for the rest of a buffered message */
     /* Released records kept with their buffers for the next unexpected message: fresh heap
      * memory costs a page fault per 4 KiB on first touch, which dominated large exchanges. */
     coll_tp_unexp_t *spare;
@@ -67,7 +70,20 @@ coll_result_t coll_tp_match_take(coll_tp_match_t *m, uint64_t tag, size_t total,
 /* Is anything posted (a receive waiting for data)? */
 static inline int coll_tp_match_busy(const coll_tp_match_t *m)
 {
-    return m->posted_head != NULL;
+    return m->posted_head != NULL || m->nwaiting > 0;
 }
+
+/* Should the transport stop taking the peer's messages for now? When COLL_UNEXPECTED_MAX bytes
+ * are buffered and no receive waits for the peer: what it sent last is for calls not made yet,
+ * so it waits in the ring or socket (the sender waits for room) instead of this process's
+ * memory. A transport whose own sends need the peer's frames (acknowledgements) must not hold
+ * while such a send is pending. */
+static inline int coll_tp_match_held(const coll_tp_match_t *m)
+{
+    return m->unexp_max > 0 && m->unexp_bytes >= m->unexp_max && !coll_tp_match_busy(m);
+}
+
+/* Logs (debug, once per endpoint) that the peer's messages are held. */
+void coll_tp_match_log_held(coll_tp_match_t *m);
 
 #endif

@@ -321,12 +321,23 @@ static int shm_ep_push(shm_ep_t *ep)
     return frames;
 }
 
+/* The peer's frames wait in the ring (see coll_tp_match_held), unless a FIN for one of this
+ * rank's single-copy sends may be among them. */
+static int shm_ep_held(const shm_ep_t *ep)
+{
+    return ep->rndv_head == NULL && coll_tp_match_held(&ep->match);
+}
+
 /* Deliver incoming frames, at most one ring's worth per call so no peer starves the others. */
 static int shm_ep_drain(shm_ep_t *ep)
 {
     uint64_t start = ep->rx.pos;
 
     while (ep->rx.pos - start < ep->rx.size) {
+        if (shm_ep_held(ep)) {
+            coll_tp_match_log_held(&ep->match);
+            break;
+        }
         shm_frame_t   f;
         const void   *payload;
         coll_result_t st = shm_ring_peek(&ep->rx, &f, &payload);
@@ -484,8 +495,9 @@ static int shm_has_work(coll_tp_ctx_t *ctx, int *pending_p)
         if (ep->status != COLL_OK) {
             continue;
         }
-        if (shm_ring_nonempty(&ep->rx) || ((ep->sendq_head != NULL || ep->nfin > 0) &&
-                                           shm_ring_has_space(&ep->tx, ep->stall_tail))) {
+        if ((shm_ring_nonempty(&ep->rx) && !shm_ep_held(ep)) ||
+            ((ep->sendq_head != NULL || ep->nfin > 0) &&
+             shm_ring_has_space(&ep->tx, ep->stall_tail))) {
             return 1;
         }
         *pending_p |= shm_ep_pending(ep);

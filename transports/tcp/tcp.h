@@ -267,10 +267,12 @@ coll_result_t coll_tcp_ep_isend(coll_tp_ep_t *tep, coll_tp_op_t *op);
 coll_result_t coll_tcp_ep_irecv(coll_tp_ep_t *tep, coll_tp_op_t *op);
 /* Handle poll events of one socket; returns > 0 if bytes moved. */
 int coll_tcp_sock_progress(coll_tcp_sock_t *s, short revents);
-/* What poll() should wait for on s; *fd_p is -1 when nothing (closed, or drained after EOF). */
+/* What poll() should wait for on s; *fd_p is -1 when nothing (closed, or drained after EOF).
+ * No POLLIN while the peer's messages are held (coll_tp_match_held): they wait in the socket. */
 static inline short coll_tcp_sock_events(const coll_tcp_sock_t *s, int *fd_p)
 {
-    short ev = (short)((s->rx_eof ? 0 : POLLIN) | (s->txq_head != NULL ? POLLOUT : 0));
+    int   rx = !s->rx_eof && !coll_tp_match_held(&s->ep->match);
+    short ev = (short)((rx ? POLLIN : 0) | (s->txq_head != NULL ? POLLOUT : 0));
 
     *fd_p = ev != 0 ? s->fd : -1;
     return ev;

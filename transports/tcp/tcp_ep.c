@@ -569,6 +569,10 @@ static int tcp_sock_recv(coll_tcp_sock_t *s)
         if (s->ep->failed || frames >= TCP_RX_BUDGET_FRAMES) {
             break;
         }
+        if (coll_tp_match_held(&s->ep->match)) { /* the rest waits in the socket */
+            coll_tp_match_log_held(&s->ep->match);
+            break;
+        }
         if (s->rx_state == COLL_TCP_RX_PAYLOAD) {
             want = s->rx_len - s->rx_got;
             n    = tcp_sock_read(s, tcp_sock_payload_dst(s), want);
