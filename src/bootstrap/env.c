@@ -12,6 +12,8 @@
 #include "util.h"
 
 #include <ctype.h>
+#include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,9 +35,10 @@ static int env_int(const char *name, int *out)
     if (v == NULL || v[0] == '\0') {
         return 0;
     }
+    errno  = 0;
     long x = strtol(v, &end, 10);
-    if (*end != '\0') {
-        return -1;
+    if (*end != '\0' || errno == ERANGE || x < INT_MIN || x > INT_MAX) {
+        return -1; /* not a number, or one that does not fit: never wrapped into another */
     }
     *out = (int)x;
     return 1;
@@ -110,16 +113,31 @@ static coll_result_t env_from_torch(coll_env_job_t *job)
 {
     int port = 0;
     if (env_int("WORLD_SIZE", &job->nranks) != 1 || env_int("RANK", &job->rank) != 1) {
-        return coll_set_last_error(COLL_ERR_INVALID_ARG, "RANK and WORLD_SIZE must be integers");
+        return coll_set_last_error(COLL_ERR_INVALID_ARG,
+                                   "RANK ('%s') and WORLD_SIZE ('%s') must be integers below 2^31",
+                                   coll_env_get("RANK"), coll_env_get("WORLD_SIZE"));
     }
     env_int("LOCAL_RANK", &job->local_rank);
     env_int("LOCAL_WORLD_SIZE", &job->local_nranks);
-    if (env_int("MASTER_PORT", &port) == 1) {
+    int pst = env_int("MASTER_PORT", &port);
+    if (pst < 0 || (pst == 1 && (port < 1 || port > 65535))) {
+        return coll_set_last_error(COLL_ERR_INVALID_ARG,
+                                   "MASTER_PORT '%s' is not a port number (1-65535)",
+                                   coll_env_get("MASTER_PORT"));
+    }
+    if (pst == 1) {
         port += (int)coll_param_int(COLL_P_BOOTSTRAP_PORT_OFFSET);
     }
     const char *addr = coll_env_get("MASTER_ADDR");
-    char        ids[300];
-    snprintf(ids, sizeof(ids), "torch:%s:%d:%d", addr ? addr : "", port, job->nranks);
+    /* Jobs that share MASTER_ADDR and MASTER_PORT are told apart by what else names the run:
+     * torchrun's --rdzv-id (its default "none" names nothing) and Slurm's job and step. */
+    const char *run   = coll_env_get("TORCHELASTIC_RUN_ID");
+    const char *sjob  = coll_env_get("SLURM_JOB_ID");
+    const char *sstep = coll_env_get("SLURM_STEP_ID");
+    char        ids[600];
+    snprintf(ids, sizeof(ids), "torch:%s:%d:%d:%s:%s:%s", addr ? addr : "", port, job->nranks,
+             run != NULL && strcmp(run, "none") != 0 ? run : "", sjob ? sjob : "",
+             sstep ? sstep : "");
     env_secret_derive(ids, job->secret);
     job->launcher = "torchrun";
     return env_root(job, addr, port, "torchrun (RANK/WORLD_SIZE)");
@@ -163,15 +181,23 @@ static coll_result_t env_from_mpi(coll_env_job_t *job, const char *rank_var, con
         env_int(local_var, &job->local_rank);
     }
     const char *jid = id_var != NULL ? coll_env_get(id_var) : NULL;
-    char        ids[300];
+    const char *ma  = coll_env_get("MASTER_ADDR");
+    const char *ra  = coll_param_str(COLL_P_ROOT_ADDR);
+    int         mp  = 0,
+        given = (ma != NULL && env_int("MASTER_PORT", &mp) == 1) || (ra != NULL && ra[0] != '\0');
+    char ids[600];
     /* Without a job id, the launcher's per-host daemon (our parent) identifies the job on one
-     * host; across hosts MASTER_ADDR/COLL_ROOT_ADDR is required anyway. */
-    snprintf(ids, sizeof(ids), "%s:%s:%d:%d", name, jid ? jid : "", job->nranks,
-             jid ? 0 : (int)getppid());
+     * host. A root address given by the user names the job on every host instead: the parent
+     * differs between hosts (MPICH's Hydra exports no job id). */
+    if (jid != NULL || !given) {
+        snprintf(ids, sizeof(ids), "%s:%s:%d:%d", name, jid ? jid : "", job->nranks,
+                 jid ? 0 : (int)getppid());
+    } else {
+        snprintf(ids, sizeof(ids), "%s::%d:%s:%d:%s", name, job->nranks, ma ? ma : "", mp,
+                 ra ? ra : "");
+    }
     env_secret_derive(ids, job->secret);
-    job->launcher  = name;
-    const char *ma = coll_env_get("MASTER_ADDR");
-    int         mp = 0;
+    job->launcher = name;
     if (ma != NULL && env_int("MASTER_PORT", &mp) == 1) {
         return env_root(job, ma, mp + (int)coll_param_int(COLL_P_BOOTSTRAP_PORT_OFFSET), name);
     }
@@ -180,11 +206,39 @@ static coll_result_t env_from_mpi(coll_env_job_t *job, const char *rank_var, con
     return env_root(job, "127.0.0.1", port, name);
 }
 
+/* A launcher's variables half there (one of a pair, or a value that is no count) are a broken
+ * launch, not a plain one-rank run: say which. */
+static coll_result_t env_check_partial(void)
+{
+    static const struct {
+        const char *a, *b, *who;
+    } pairs[] = {{"COLL_RANK", "COLL_NRANKS", "collrun sets"},
+                 {"RANK", "WORLD_SIZE", "torchrun and torch.distributed's env:// set"}};
+    for (size_t i = 0; i < sizeof(pairs) / sizeof(pairs[0]); i++) {
+        const char *va = coll_env_get(pairs[i].a), *vb = coll_env_get(pairs[i].b);
+        if ((va != NULL) != (vb != NULL)) {
+            return coll_set_last_error(COLL_ERR_INVALID_ARG, "%s is set but %s is not (%s both)",
+                                       va != NULL ? pairs[i].a : pairs[i].b,
+                                       va != NULL ? pairs[i].b : pairs[i].a, pairs[i].who);
+        }
+    }
+    const char *r = coll_env_get("COLL_RANK"), *n = coll_env_get("COLL_NRANKS");
+    long        rv = coll_param_int(COLL_P_RANK), nv = coll_param_int(COLL_P_NRANKS);
+    if (r != NULL && n != NULL && (rv < 0 || nv < 1 || rv >= nv || nv > INT_MAX)) {
+        return coll_set_last_error(COLL_ERR_INVALID_ARG,
+                                   "COLL_RANK '%s' and COLL_NRANKS '%s': expected integers with "
+                                   "0 <= COLL_RANK < COLL_NRANKS",
+                                   r, n);
+    }
+    return COLL_OK;
+}
+
 coll_result_t coll_env_discover(coll_env_job_t *job)
 {
     coll_result_t st;
     memset(job, 0, sizeof(*job));
     job->rank = job->nranks = job->local_rank = job->local_nranks = -1;
+    COLL_CHECK(env_check_partial());
     if (coll_param_int(COLL_P_RANK) >= 0 && coll_param_int(COLL_P_NRANKS) > 0) {
         job->rank         = (int)coll_param_int(COLL_P_RANK);
         job->nranks       = (int)coll_param_int(COLL_P_NRANKS);

@@ -2,7 +2,9 @@
 /*
  * Rank discovery from launcher environments (bootstrap/env.c): collrun, torchrun (root on
  * MASTER_PORT + offset), Slurm (first host of a compressed node list), Open MPI, precedence of
- * COLL_ROOT_ADDR, and clear errors for impossible values; no network is used for those. Then
+ * COLL_ROOT_ADDR, and clear errors for impossible values (half a launcher's variables, values that
+ * do not fit an int, a MASTER_PORT that is no port); jobs told apart by torchrun's run id and
+ * MPI jobs across hosts by their root address; no network is used for those. Then
  * coll_init's one-rank world: coll_comm_destroy refuses it, coll_finalize ends it.
  */
 #include "coll_test.h"
@@ -11,6 +13,8 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 extern char **environ;
 
@@ -22,6 +26,8 @@ static void env_clear(void)
                                  "LOCAL_WORLD_SIZE",
                                  "MASTER_ADDR",
                                  "MASTER_PORT",
+                                 "TORCHELASTIC_RUN_ID",
+                                 "PMI_KVSNAME",
                                  "SLURM_PROCID",
                                  "SLURM_NTASKS",
                                  "SLURM_LOCALID",
@@ -116,6 +122,71 @@ int main(void)
     setenv("RANK", "0", 1);
     ASSERT_EQ(discover(&job), COLL_ERR_INVALID_USAGE);
     ASSERT_STR_CONTAINS(coll_last_error(), "MASTER_ADDR");
+    env_clear();
+
+    /* half a launcher's variables is a broken launch, not a one-rank run */
+    static const char *const partial[][2] = {
+        {"COLL_RANK", "1"}, {"COLL_NRANKS", "2"}, {"RANK", "1"}, {"WORLD_SIZE", "4"}};
+    for (size_t i = 0; i < sizeof(partial) / sizeof(partial[0]); i++) {
+        setenv(partial[i][0], partial[i][1], 1);
+        setenv("COLL_ROOT_ADDR", "127.0.0.1:5555", 1);
+        ASSERT_EQ(discover(&job), COLL_ERR_INVALID_ARG);
+        ASSERT_STR_CONTAINS(coll_last_error(), partial[i][0]);
+        ASSERT_STR_CONTAINS(coll_last_error(), "is set but");
+        env_clear();
+    }
+    setenv("COLL_RANK", "-2", 1);
+    setenv("COLL_NRANKS", "2", 1);
+    setenv("COLL_ROOT_ADDR", "127.0.0.1:5555", 1);
+    ASSERT_EQ(discover(&job), COLL_ERR_INVALID_ARG);
+    ASSERT_STR_CONTAINS(coll_last_error(), "0 <= COLL_RANK < COLL_NRANKS");
+    setenv("COLL_RANK", "0", 1);
+    setenv("COLL_NRANKS", "4294967297", 1); /* was taken as 1 */
+    ASSERT_EQ(discover(&job), COLL_ERR_INVALID_ARG);
+    env_clear();
+    setenv("RANK", "4294967296", 1); /* was taken as 0 */
+    setenv("WORLD_SIZE", "1", 1);
+    setenv("MASTER_ADDR", "127.0.0.1", 1);
+    setenv("MASTER_PORT", "29500", 1);
+    ASSERT_EQ(discover(&job), COLL_ERR_INVALID_ARG);
+    ASSERT_STR_CONTAINS(coll_last_error(), "4294967296");
+    setenv("RANK", "0", 1);
+    setenv("MASTER_PORT", "abc", 1);
+    ASSERT_EQ(discover(&job), COLL_ERR_INVALID_ARG);
+    ASSERT_STR_CONTAINS(coll_last_error(), "MASTER_PORT 'abc'");
+    /* two torchrun jobs on one address and port: their run ids keep them apart ("none", the
+     * default, names nothing) */
+    setenv("MASTER_PORT", "29500", 1);
+    setenv("TORCHELASTIC_RUN_ID", "none", 1);
+    ASSERT_OK(discover(&job));
+    unsetenv("TORCHELASTIC_RUN_ID");
+    ASSERT_OK(discover(&job2));
+    ASSERT_TRUE(memcmp(job.secret, job2.secret, 16) == 0);
+    setenv("TORCHELASTIC_RUN_ID", "job-a", 1);
+    ASSERT_OK(discover(&job));
+    setenv("TORCHELASTIC_RUN_ID", "job-b", 1);
+    ASSERT_OK(discover(&job2));
+    ASSERT_TRUE(memcmp(job.secret, job2.secret, 16) != 0);
+    env_clear();
+
+    /* MPICH's Hydra exports no job id: with a root address given, the secret comes from it, not
+     * from the parent process (a different proxy on every host) */
+    setenv("PMI_RANK", "1", 1);
+    setenv("PMI_SIZE", "2", 1);
+    setenv("MASTER_ADDR", "127.0.0.1", 1);
+    setenv("MASTER_PORT", "29500", 1);
+    ASSERT_OK(discover(&job));
+    ASSERT_TRUE(strcmp(job.launcher, "mpich") == 0);
+    {
+        pid_t pid = fork(); /* another parent: the child's getppid() is this process */
+        if (pid == 0) {
+            coll_env_job_t cj;
+            _exit(discover(&cj) == COLL_OK && memcmp(cj.secret, job.secret, 16) == 0 ? 0 : 1);
+        }
+        int status = 0;
+        ASSERT_TRUE(pid > 0 && waitpid(pid, &status, 0) == pid);
+        ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    }
     env_clear();
 
     /* Slurm: first host of the node list, port from job and step */
