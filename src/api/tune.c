@@ -18,6 +18,8 @@
 #include "reduce/reduce.h"
 #include "util.h"
 
+#include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -35,14 +37,40 @@ typedef struct tune_sample {
     double gamma;     /* us per byte reduced */
 } tune_sample_t;
 
+/* A latency the model can use (finite, 0 to 1 s), else the default kept, with a warning. */
+static void model_lat(coll_param_id_t id, double *alpha_us)
+{
+    static atomic_int warned[COLL_P_COUNT];
+    double            t = coll_param_time(id);
+    if (isfinite(t) && t >= 0.0 && t <= 1.0) {
+        *alpha_us = t * 1e6;
+    } else if (atomic_exchange(&warned[id], 1) == 0) {
+        coll_warn(ALGO, "%s: %g s is no latency the tuner can use (0 to 1 s): using %g us",
+                  coll_param_name(id), t, *alpha_us);
+    }
+}
+
+/* A bandwidth the model can use (not 0), else the default kept, with a warning. */
+static void model_bw(coll_param_id_t id, double *beta_us_per_byte)
+{
+    static atomic_int warned[COLL_P_COUNT];
+    size_t            bw = coll_param_size(id);
+    if (bw > 0) {
+        *beta_us_per_byte = 1e6 / (double)bw;
+    } else if (atomic_exchange(&warned[id], 1) == 0) {
+        coll_warn(ALGO, "%s: 0 bytes per second is no bandwidth: using %.3g GB/s",
+                  coll_param_name(id), 1e-3 / *beta_us_per_byte);
+    }
+}
+
 void coll_model_from_params(coll_model_t *m)
 {
     coll_model_default(m);
-    m->intra.alpha_us         = coll_param_time(COLL_P_INTRA_LAT) * 1e6;
-    m->intra.beta_us_per_byte = 1e6 / (double)coll_param_size(COLL_P_INTRA_BW);
-    m->inter.alpha_us         = coll_param_time(COLL_P_INTER_LAT) * 1e6;
-    m->inter.beta_us_per_byte = 1e6 / (double)coll_param_size(COLL_P_INTER_BW);
-    m->gamma_us_per_byte      = 1e6 / (double)coll_param_size(COLL_P_REDUCE_BW);
+    model_lat(COLL_P_INTRA_LAT, &m->intra.alpha_us);
+    model_bw(COLL_P_INTRA_BW, &m->intra.beta_us_per_byte);
+    model_lat(COLL_P_INTER_LAT, &m->inter.alpha_us);
+    model_bw(COLL_P_INTER_BW, &m->inter.beta_us_per_byte);
+    model_bw(COLL_P_REDUCE_BW, &m->gamma_us_per_byte);
 }
 
 int coll_model_nic_bw(coll_model_t *m, const coll_topo_place_t *places, int n)
@@ -60,10 +88,18 @@ int coll_model_nic_bw(coll_model_t *m, const coll_topo_place_t *places, int n)
     return 1;
 }
 
+/* The algorithms' chunk: 64 bytes to 1 GiB, so that offsets plus a chunk never wrap. */
 size_t coll_tune_chunk_bytes(void)
 {
-    size_t chunk = coll_param_size(COLL_P_CHUNK_SIZE);
+    static atomic_int warned;
+    size_t            chunk = coll_param_size(COLL_P_CHUNK_SIZE);
 
+    if (chunk > COLL_TUNE_CHUNK_MAX) {
+        if (atomic_exchange(&warned, 1) == 0) {
+            coll_warn(ALGO, "COLL_CHUNK_SIZE %zu is over 1 GiB: using 1 GiB", chunk);
+        }
+        return COLL_TUNE_CHUNK_MAX;
+    }
     return (chunk < 64) ? 64 : chunk;
 }
 
@@ -235,8 +271,10 @@ static coll_result_t tune_measure(coll_comm_t *comm, const int want[3], double d
     return st;
 }
 
-/* The best of every rank's measurement of link k; untouched when nobody measured it. */
-static void tune_agree(const tune_sample_t *all, int n, int k, coll_link_model_t *link)
+/* The best of every rank's measurement of link k; untouched when nobody measured it. A latency
+ * or bandwidth the user set (keep_lat, keep_bw) stays as set: only the other is measured. */
+static void tune_agree(const tune_sample_t *all, int n, int k, coll_link_model_t *link,
+                       int keep_lat, int keep_bw)
 {
     double lat = -1.0, beta = -1.0;
 
@@ -249,8 +287,12 @@ static void tune_agree(const tune_sample_t *all, int n, int k, coll_link_model_t
         }
     }
     if (lat >= 0 && beta >= 0) {
-        link->alpha_us         = lat;
-        link->beta_us_per_byte = beta;
+        if (!keep_lat) {
+            link->alpha_us = lat;
+        }
+        if (!keep_bw) {
+            link->beta_us_per_byte = beta;
+        }
     }
 }
 
@@ -284,10 +326,13 @@ static coll_result_t tune_model(coll_comm_t *comm, double deadline)
     }
     st = coll_bootstrap_allgather(comm->bs, &mine, sizeof(mine), all, deadline);
     if (st == COLL_OK) {
-        coll_link_model_t *links[2] = {&comm->model.intra, &comm->model.inter};
+        coll_link_model_t    *links[2] = {&comm->model.intra, &comm->model.inter};
+        const coll_param_id_t lat[2]   = {COLL_P_INTRA_LAT, COLL_P_INTER_LAT};
+        const coll_param_id_t bw[2]    = {COLL_P_INTRA_BW, COLL_P_INTER_BW};
         for (int k = 0; k < 2; k++) {
             if (want[k]) {
-                tune_agree(all, comm->nranks, k, links[k]);
+                tune_agree(all, comm->nranks, k, links[k], coll_param_is_set(lat[k]),
+                           coll_param_is_set(bw[k]));
             }
         }
         if (want[2] && all[0].gamma > 0) {

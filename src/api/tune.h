@@ -49,7 +49,8 @@ coll_result_t coll_model_from_topo(const coll_topo_t *t, int ranks_per_host, col
  * the ranks at places[0..n) use (coll_topo_inter_bw); 1 when applied, 0 when unknown. */
 int coll_model_nic_bw(coll_model_t *m, const coll_topo_place_t *places, int n);
 
-/* The pipeline chunk every call's arguments carry: COLL_CHUNK_SIZE, at least 64 bytes. */
+/* The pipeline chunk every call's arguments carry: COLL_CHUNK_SIZE, from 64 bytes to 1 GiB. */
+#define COLL_TUNE_CHUNK_MAX ((size_t)1 << 30)
 size_t coll_tune_chunk_bytes(void);
 
 #endif

@@ -327,7 +327,24 @@ static char *param_trim(char *s)
     return s;
 }
 
-/* One line of a config file: NAME=VALUE (NAME with or without COLL_), # comment, or blank. */
+/* Cuts a trailing comment off a value: a # after white space, outside quotes. */
+static void param_cut_comment(char *value)
+{
+    char quote = 0;
+    for (char *p = value; *p != '\0'; p++) {
+        if (quote != 0) {
+            quote = *p == quote ? 0 : quote;
+        } else if (*p == '"' || *p == '\'') {
+            quote = *p;
+        } else if (*p == '#' && (p == value || *(p - 1) == ' ' || *(p - 1) == '\t')) {
+            *p = '\0';
+            return;
+        }
+    }
+}
+
+/* One line of a config file: NAME=VALUE (NAME with or without COLL_) with an optional trailing
+ * " # comment", a # comment, or blank. */
 static void param_conf_line(const char *path, int lineno, char *line, char *file_vals[])
 {
     char  *eq, *name, *value;
@@ -345,7 +362,8 @@ static void param_conf_line(const char *path, int lineno, char *line, char *file
                    line);
         return;
     }
-    *eq   = '\0';
+    *eq = '\0';
+    param_cut_comment(eq + 1);
     name  = param_trim(line);
     value = param_trim(eq + 1);
     vlen  = strlen(value);

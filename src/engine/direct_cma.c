@@ -98,9 +98,10 @@ int coll_direct_cma_wanted(const coll_comm_t *comm, const coll_args_t *a)
         bytes *= (size_t)comm->nranks;
         min = coll_param_size(COLL_P_DIRECT_CMA_AGRS_MIN);
     }
+    size_t f = (size_t)(comm->oversub_factor > 1 ? comm->oversub_factor : 1);
     return comm->cma_state >= 0 && comm->nranks <= COLL_MAX_LOCAL_DIRECT &&
            coll_param_bool(COLL_P_DIRECT_CMA) &&
-           bytes >= min * (size_t)(comm->oversub_factor > 1 ? comm->oversub_factor : 1);
+           bytes / f >= min; /* min * f could wrap: a threshold meant as never became 0 */
 }
 
 /* Read rank q's probe word and write it back (a filter may allow one direction only). */

@@ -15,6 +15,7 @@
 #include "error.h"
 #include "log.h"
 #include "param.h"
+#include "api/tune.h"
 
 /* Rows counted independently of param.h's enum. */
 static const int test_nrows = 0
@@ -293,14 +294,15 @@ static void test_precedence(void)
     test_write_file(test_conf, "# comment\n"
                                "\n"
                                "COLL_TCP_NSOCKS=3\n"
-                               "  CHUNK_SIZE = 64k  \n"
+                               "  CHUNK_SIZE = 64k  # a comment after the value\n"
                                "tcp_frag_size=8k\n"
                                "TIMEOUT=1m\n"
-                               "ALGO=\"ring\"\n"
+                               "ALGO=\"ring\" # quoted, then a comment\n"
                                "TIMEOUT=2m\n"
                                "NOT_A_PARAM=1\n"
                                "garbage line\n"
-                               "SHM_RING_SIZE=huge\n");
+                               "SHM_RING_SIZE=huge\n"
+                               "HOSTID=\"a # b\"#c # d\n");
     setenv("COLL_TCP_NSOCKS", "7", 1);
     char *log = test_reload();
     snprintf(source, sizeof(source), "config file %s", test_conf);
@@ -315,6 +317,7 @@ static void test_precedence(void)
     ASSERT_EQ(coll_param_size(COLL_P_TCP_FRAG_SIZE), 8192);
     ASSERT_TRUE(fabs(coll_param_time(COLL_P_TIMEOUT) - 120.0) < 1e-9); /* last line wins */
     ASSERT_EQ(strcmp(coll_param_str(COLL_P_ALGO), "ring"), 0);
+    ASSERT_EQ(strcmp(coll_param_str(COLL_P_HOSTID), "\"a # b\"#c"), 0); /* # in quotes, no space */
     ASSERT_OK(coll_param_get(COLL_P_CHUNK_SIZE, &info));
     ASSERT_EQ(strcmp(info.source, source), 0);
     ASSERT_EQ(strcmp(info.value, "64k"), 0);
@@ -402,6 +405,53 @@ static void test_clean_env(void)
     }
 }
 
+/* Values the tuner cannot use keep its defaults, with a warning: a bandwidth of 0, a latency
+ * past 1 s or past a double; COLL_CHUNK_SIZE is capped at 1 GiB (offsets plus a chunk of
+ * 2^64 - 1 wrapped and wrote before the output). */
+static void test_model_params(void)
+{
+    coll_model_t m, d;
+    char         huge[420] = "1";
+    memset(huge + 1, '0', 400);
+    strcpy(huge + 401, "us");
+    coll_model_default(&d);
+    setenv("COLL_INTRA_BW", "0", 1);
+    setenv("COLL_REDUCE_BW", "0", 1);
+    setenv("COLL_INTER_LAT", huge, 1);
+    setenv("COLL_INTRA_LAT", "2s", 1);
+    setenv("COLL_CHUNK_SIZE", "18446744073709551615", 1);
+    char *log = test_reload();
+    free(log);
+    coll_model_from_params(&m);
+    ASSERT_TRUE(m.intra.beta_us_per_byte == d.intra.beta_us_per_byte);
+    ASSERT_TRUE(m.gamma_us_per_byte == d.gamma_us_per_byte);
+    ASSERT_TRUE(m.inter.alpha_us == d.inter.alpha_us);
+    ASSERT_TRUE(m.intra.alpha_us == d.intra.alpha_us);
+    ASSERT_EQ(coll_tune_chunk_bytes(), (size_t)1 << 30);
+    log = test_log_new();
+    ASSERT_STR_CONTAINS(log, "COLL_INTRA_BW: 0 bytes per second is no bandwidth");
+    ASSERT_STR_CONTAINS(log, "COLL_REDUCE_BW: 0 bytes per second is no bandwidth");
+    ASSERT_STR_CONTAINS(log, "COLL_INTER_LAT: inf s is no latency");
+    ASSERT_STR_CONTAINS(log, "COLL_INTRA_LAT: 2 s is no latency");
+    ASSERT_STR_CONTAINS(log, "COLL_CHUNK_SIZE 18446744073709551615 is over 1 GiB");
+    free(log);
+    setenv("COLL_INTRA_BW", "3g", 1); /* usable values are taken */
+    setenv("COLL_INTRA_LAT", "1ms", 1);
+    setenv("COLL_CHUNK_SIZE", "1k", 1);
+    log = test_reload();
+    free(log);
+    coll_model_from_params(&m);
+    ASSERT_TRUE(m.intra.beta_us_per_byte == 1e6 / (double)coll_param_size(COLL_P_INTRA_BW));
+    ASSERT_TRUE(m.intra.beta_us_per_byte != d.intra.beta_us_per_byte);
+    ASSERT_TRUE(fabs(m.intra.alpha_us - 1000.0) < 1e-9);
+    ASSERT_EQ(coll_tune_chunk_bytes(), 1024);
+    unsetenv("COLL_INTRA_BW");
+    unsetenv("COLL_REDUCE_BW");
+    unsetenv("COLL_INTER_LAT");
+    unsetenv("COLL_INTRA_LAT");
+    unsetenv("COLL_CHUNK_SIZE");
+}
+
 int main(void)
 {
     test_clean_env();
@@ -424,6 +474,7 @@ int main(void)
     test_precedence();
     test_env_get();
     test_core_names();
+    test_model_params();
 
     unlink(test_log);
     unlink(test_conf);
