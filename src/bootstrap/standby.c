@@ -10,12 +10,14 @@
 #include "param.h"
 #include "util.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -24,6 +26,19 @@
 #define SB_PROBE_TIMEOUT   0.5
 
 enum { SB_UNKNOWN, SB_ALIVE, SB_DEAD, SB_JOINED };
+
+static int sb_is_loopback(const coll_sockaddr_t *a)
+{
+    if (a->ss.ss_family == AF_INET) {
+        const struct sockaddr_in *in = (const struct sockaddr_in *)&a->ss;
+        return (ntohl(in->sin_addr.s_addr) >> 24) == 127;
+    }
+    if (a->ss.ss_family == AF_INET6) {
+        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)&a->ss;
+        return IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr);
+    }
+    return 0;
+}
 
 coll_result_t coll_standby_open(coll_standby_t *sb, int root_fd, int rank, int nranks,
                                 const uint8_t secret[16], uint64_t nonce, uint64_t job_tag,
@@ -39,6 +54,13 @@ coll_result_t coll_standby_open(coll_standby_t *sb, int root_fd, int rank, int n
         coll_error(BOOTSTRAP, "rank %d: getsockname on the bootstrap connection: %s", rank,
                    strerror(errno));
         return COLL_ERR_SYSTEM;
+    }
+    /* Reached over loopback (a root name that resolves to 127.0.1.1 on the root's host, as
+     * Debian's /etc/hosts has it), this address would send ranks of other hosts to their own
+     * loopback, where a refusal reads as death: listen where the transports would instead. */
+    coll_sockaddr_t pick;
+    if (sb_is_loopback(&sb->local) && coll_sock_pick_addr(0, &pick, NULL, NULL) == COLL_OK) {
+        sb->local = pick;
     }
     coll_sock_set_port(&sb->local, 0);
     /* backlog: every other rank may knock at once during an election */

@@ -5,11 +5,16 @@
  * COLL_ROOT_ADDR, and clear errors for impossible values (half a launcher's variables, values that
  * do not fit an int, a MASTER_PORT that is no port); jobs told apart by torchrun's run id and
  * MPI jobs across hosts by their root address; no network is used for those. Then
- * coll_init's one-rank world: coll_comm_destroy refuses it, coll_finalize ends it.
+ * coll_init's one-rank world: coll_comm_destroy refuses it, coll_finalize ends it. A standby
+ * root reached over loopback advertises the interface the transports would use (a loopback
+ * address sent ranks of other hosts to their own, where a refusal read as death).
  */
 #include "coll_test.h"
 #include "bootstrap/bootstrap.h"
+#include "bootstrap/standby.h"
+#include "bootstrap/wire.h"
 #include "param.h"
+#include "util.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -222,6 +227,30 @@ int main(void)
     ASSERT_TRUE(coll_sock_ifname_match("=eth0", "eth0"));
     ASSERT_TRUE(!coll_sock_ifname_match(NULL, "lo"));
     ASSERT_TRUE(!coll_sock_ifname_match("", "docker0"));
+
+    /* the standby address of a rank whose bootstrap connection runs over loopback */
+    {
+        coll_sockaddr_t  lo, pick, adv;
+        coll_standby_t   sb;
+        coll_boot_addr_t mine;
+        uint8_t          secret[16] = {1};
+        int              lfd = -1, cfd = -1;
+        char             a[80], b[80];
+        ASSERT_OK(coll_sock_parse("127.0.0.1:1", &lo));
+        coll_sock_set_port(&lo, 0);
+        ASSERT_OK(coll_sock_listen(&lo, 4, &lfd));
+        ASSERT_OK(coll_sock_connect(&lo, coll_time_s() + 5.0, &cfd));
+        ASSERT_OK(coll_standby_open(&sb, cfd, 1, 4, secret, 7, 9, &mine));
+        ASSERT_OK(coll_boot_addr_unpack(&mine, &adv));
+        ASSERT_OK(coll_sock_pick_addr(0, &pick, NULL, NULL));
+        coll_sock_str(&adv, a, sizeof(a));
+        coll_sock_str(&pick, b, sizeof(b));
+        printf("standby over loopback advertises %s (interface address %s)\n", a, b);
+        ASSERT_TRUE(strncmp(a, b, strcspn(b, ":")) == 0 && a[strcspn(b, ":")] == ':');
+        coll_standby_close(&sb);
+        close(cfd);
+        close(lfd);
+    }
 
     /* coll_init's world without a launcher (one rank): coll_comm_destroy refuses it,
      * coll_finalize destroys it, once */
