@@ -18,6 +18,7 @@
 #include "util.h"
 
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -221,12 +222,40 @@ static void comm_tp_names(uint32_t mask, char *buf, size_t len)
  * transport's score depends on the two ranks' hosts alone, and the ranks exchange what they
  * offer (a host without an HCA offers no ib), so both ranks of a pair pick the same one.
  */
+/* Warns (once) of COLL_TRANSPORT entries that name no transport: they would be ignored. */
+static void comm_check_transport_list(const char *want)
+{
+    static atomic_int warned;
+    char              list[256], *save = NULL;
+    coll_strlcpy(list, want, sizeof(list));
+    for (char *e = strtok_r(list, ",", &save); e != NULL; e = strtok_r(NULL, ",", &save)) {
+        int exact = 0, found = 0;
+        e += *e == '^';
+        if (*e == '=') {
+            exact = 1;
+            e++;
+        }
+        for (int i = 0; i < coll_tp_registry_count() && !found; i++) {
+            const coll_transport_ops_t *t = coll_tp_registry_get(i);
+            found                         = t != NULL &&
+                    (exact ? strcmp(t->name, e) == 0 : strncmp(t->name, e, strlen(e)) == 0);
+        }
+        if (!found && e[0] != '\0' && atomic_exchange(&warned, 1) == 0) {
+            coll_warn(INIT, "COLL_TRANSPORT=%s: '%s' names no transport (collinfo -t lists them)",
+                      want, e);
+        }
+    }
+}
+
 static coll_result_t comm_pick_transports(coll_comm_t *comm, double deadline)
 {
     const char   *want  = coll_param_str(COLL_P_TRANSPORT);
     int           autom = want == NULL || want[0] == '\0' || strcmp(want, "auto") == 0;
     uint32_t      mine  = 0, *offer;
     coll_result_t st;
+    if (!autom) {
+        comm_check_transport_list(want);
+    }
     for (int i = 0; i < coll_tp_registry_count() && i < COLL_COMM_MAX_TP; i++) {
         const coll_transport_ops_t *t   = coll_tp_registry_get(i);
         const char                 *why = "";
