@@ -20,7 +20,10 @@ check_PROGRAMS += tests/unit/test_reduce tests/unit/test_reduce_nt tests/unit/te
     tests/unit/test_sched_matrix tests/unit/test_sched_struct tests/unit/test_sched_registry \
     tests/unit/test_env tests/unit/test_win_sched tests/unit/test_topo tests/unit/test_topo_sysfs \
     tests/unit/test_topo_ring tests/unit/test_topo_nic tests/unit/test_auth tests/unit/test_p2p_plan \
-    tests/unit/test_p2p_topo tests/unit/test_cuda_order
+    tests/unit/test_p2p_topo tests/unit/test_cuda_order tests/unit/test_boot_connect
+tests_unit_test_boot_connect_SOURCES = tests/unit/test_boot_connect.c
+tests_unit_test_boot_connect_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_unit_test_boot_connect_LDADD = $(TEST_UNIT_LDADD)
 tests_unit_test_cuda_order_SOURCES = tests/unit/test_cuda_order.c
 tests_unit_test_cuda_order_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_unit_test_cuda_order_LDADD = $(TEST_UNIT_LDADD)
@@ -147,7 +150,7 @@ tests_mp_test_args_LDADD = $(TEST_MP_LDADD)
 TESTS += tests/unit/test_reduce tests/unit/test_reduce_nt tests/unit/test_p2p_plan tests/unit/test_p2p_topo tests/unit/test_cuda_order tests/unit/test_params tests/unit/test_log_filter \
     tests/unit/test_sched_matrix tests/unit/test_sched_struct tests/unit/test_sched_registry \
     tests/unit/test_env tests/unit/test_win_sched tests/unit/test_topo tests/unit/test_topo_sysfs \
-    tests/unit/test_topo_ring tests/unit/test_topo_nic tests/unit/test_auth \
+    tests/unit/test_topo_ring tests/unit/test_topo_nic tests/unit/test_auth tests/unit/test_boot_connect \
     $(MP_COLL_TESTS) $(MP_OTHER_TESTS)
 
 dist_check_SCRIPTS += tests/docs/check-getenv.sh tests/docs/check-format.sh tests/tools/test_launchers.sh \

@@ -125,25 +125,76 @@ coll_result_t coll_sock_listen(coll_sockaddr_t *addr, int backlog, int *fd_p)
     return COLL_OK;
 }
 
+/* Waits for a non-blocking connect on fd to finish: 0 or its errno, or -1 at the deadline. */
+static int sock_connect_wait(int fd, double deadline)
+{
+    for (;;) {
+        double left = deadline - coll_time_s();
+        if (left <= 0) {
+            return -1;
+        }
+        struct pollfd p  = {.fd = fd, .events = POLLOUT};
+        int           ms = left > 1.0 ? 1000 : (int)(left * 1000) + 1;
+        int           rc = poll(&p, 1, ms);
+        if (rc < 0 && errno != EINTR) {
+            return errno;
+        }
+        if (rc > 0) {
+            int       err = 0;
+            socklen_t len = sizeof(err);
+            if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) {
+                err = errno;
+            }
+            return err;
+        }
+    }
+}
+
+coll_result_t coll_sock_connect_once(const coll_sockaddr_t *addr, double deadline, int *fd_p,
+                                     int *err_p)
+{
+    int fd = socket(addr->ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    int err;
+    if (fd < 0) {
+        coll_error(BOOTSTRAP, "socket failed: %s", strerror(errno));
+        return COLL_ERR_SYSTEM;
+    }
+    /* A blocking connect() to an address that drops SYNs (a full accept queue, a firewall, a
+     * dead host) would sit in the kernel's SYN retries for minutes, past any deadline. */
+    err = connect(fd, (const struct sockaddr *)&addr->ss, addr->len) == 0 ? 0 : errno;
+    if (err == EINPROGRESS || err == EINTR) { /* EINTR: the connection still goes on */
+        err = sock_connect_wait(fd, deadline);
+    }
+    if (err != 0) {
+        close(fd);
+        if (err_p != NULL) {
+            *err_p = err < 0 ? ETIMEDOUT : err;
+        }
+        return err < 0 ? COLL_ERR_TIMEOUT : COLL_ERR_REMOTE;
+    }
+    coll_sock_nonblock(fd);
+    *fd_p = fd;
+    return COLL_OK;
+}
+
 coll_result_t coll_sock_connect(const coll_sockaddr_t *addr, double deadline, int *fd_p)
 {
     char   buf[80];
     double backoff = 0.001;
     for (;;) {
-        int fd = socket(addr->ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (fd < 0) {
-            coll_error(BOOTSTRAP, "socket failed: %s", strerror(errno));
-            return COLL_ERR_SYSTEM;
+        int           err = 0;
+        coll_result_t st  = coll_sock_connect_once(addr, deadline, fd_p, &err);
+        if (st == COLL_OK || st == COLL_ERR_SYSTEM) {
+            return st;
         }
-        if (connect(fd, (const struct sockaddr *)&addr->ss, addr->len) == 0) {
-            coll_sock_nonblock(fd);
-            *fd_p = fd;
-            return COLL_OK;
+        if (st == COLL_ERR_TIMEOUT) {
+            coll_error(BOOTSTRAP, "cannot connect to %s before the deadline: no answer",
+                       coll_sock_str(addr, buf, sizeof(buf)));
+            return COLL_ERR_TIMEOUT;
         }
-        int err = errno;
-        close(fd);
-        if (err != ECONNREFUSED && err != ETIMEDOUT && err != ENETUNREACH && err != EINTR &&
-            err != EAGAIN && err != ECONNRESET) {
+        /* refused: the root may not listen yet (ranks start in any order), so retry */
+        if (err != ECONNREFUSED && err != ETIMEDOUT && err != ENETUNREACH && err != EAGAIN &&
+            err != ECONNRESET) {
             coll_error(BOOTSTRAP, "cannot connect to %s: %s", coll_sock_str(addr, buf, sizeof(buf)),
                        strerror(err));
             return COLL_ERR_SYSTEM;

@@ -37,8 +37,15 @@ int coll_sock_ifname_match(const char *filter, const char *name);
 
 /* Listening socket bound to addr (port 0 = any); *addr_p gets the actual port. */
 coll_result_t coll_sock_listen(coll_sockaddr_t *addr, int backlog, int *fd_p);
-/* Connect with retries on ECONNREFUSED until deadline (coll_time_s()). */
+/* Connect with retries on ECONNREFUSED until deadline (coll_time_s()); no attempt outlasts the
+ * deadline, also where SYNs go unanswered. */
 coll_result_t coll_sock_connect(const coll_sockaddr_t *addr, double deadline, int *fd_p);
+/* One non-blocking attempt, waited on until deadline: COLL_OK with *fd_p (non-blocking);
+ * COLL_ERR_REMOTE when it failed (refused, unreachable: *err_p gets the errno);
+ * COLL_ERR_TIMEOUT when nothing answered by the deadline; COLL_ERR_SYSTEM (logged): no socket.
+ * err_p may be NULL. */
+coll_result_t coll_sock_connect_once(const coll_sockaddr_t *addr, double deadline, int *fd_p,
+                                     int *err_p);
 /* Whole-buffer I/O on a (non-blocking) socket, polling until deadline. EOF -> COLL_ERR_REMOTE. */
 coll_result_t coll_sock_send_all(int fd, const void *buf, size_t len, double deadline);
 coll_result_t coll_sock_recv_all(int fd, void *buf, size_t len, double deadline);

@@ -151,39 +151,6 @@ coll_result_t coll_boot_read_shrunk(int fd, uint64_t job_tag, int rank, int nran
     return st;
 }
 
-/* One connection attempt, bounded: COLL_OK, COLL_ERR_REMOTE (refused or unreachable: nobody
- * listens there any more) or COLL_ERR_TIMEOUT. */
-static coll_result_t sb_connect_once(const coll_sockaddr_t *a, double deadline, int *fd_p)
-{
-    int fd = socket(a->ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    if (fd < 0) {
-        return COLL_ERR_SYSTEM;
-    }
-    int rc = connect(fd, (const struct sockaddr *)&a->ss, a->len);
-    while (rc != 0 && (errno == EINPROGRESS || errno == EINTR)) {
-        double left = deadline - coll_time_s();
-        if (left <= 0) {
-            close(fd);
-            return COLL_ERR_TIMEOUT;
-        }
-        struct pollfd p = {.fd = fd, .events = POLLOUT};
-        if (poll(&p, 1, (int)(left * 1000) + 1) > 0) {
-            int       err = 0;
-            socklen_t l   = sizeof(err);
-            getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &l);
-            rc    = err == 0 ? 0 : -1;
-            errno = err;
-            break;
-        }
-    }
-    if (rc != 0) {
-        close(fd);
-        return COLL_ERR_REMOTE;
-    }
-    *fd_p = fd;
-    return COLL_OK;
-}
-
 /* Ask candidate c. COLL_ERR_REMOTE: c is dead (refused, or closed on us): try the next one. */
 static coll_result_t sb_ask(coll_standby_t *sb, int c, double deadline, int32_t *survivors, int *n,
                             coll_unique_id_t *id)
@@ -194,7 +161,7 @@ static coll_result_t sb_ask(coll_standby_t *sb, int c, double deadline, int32_t 
     int             fd;
     double          cdl = coll_time_s() + SB_CONNECT_TIMEOUT;
     coll_boot_addr_unpack(&sb->table[c], &a);
-    coll_result_t st = sb_connect_once(&a, cdl < deadline ? cdl : deadline, &fd);
+    coll_result_t st = coll_sock_connect_once(&a, cdl < deadline ? cdl : deadline, &fd, NULL);
     if (st != COLL_OK) {
         coll_debug(BOOTSTRAP, "rank %d: standby of rank %d at %s does not answer: dead", sb->rank,
                    c, coll_sock_str(&a, abuf, sizeof(abuf)));
@@ -338,7 +305,8 @@ static coll_result_t sb_serve(coll_standby_t *sb, double deadline, int32_t *surv
                     state[r] = SB_ALIVE; /* cannot tell: wait for it */
                     continue;
                 }
-                coll_result_t ps = sb_connect_once(&a, coll_time_s() + SB_PROBE_TIMEOUT, &pfd);
+                coll_result_t ps =
+                    coll_sock_connect_once(&a, coll_time_s() + SB_PROBE_TIMEOUT, &pfd, NULL);
                 if (ps == COLL_OK) {
                     close(pfd);
                 }

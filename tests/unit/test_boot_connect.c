@@ -1,0 +1,125 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Deadlines of the bootstrap's connection to the root (bootstrap/sock.c): a root address that
+ * drops SYNs (a listener whose accept queue is full, as behind a firewall or on a hung host)
+ * must not hold a rank past its deadline, neither in coll_sock_connect nor in communicator
+ * creation under COLL_BOOTSTRAP_TIMEOUT; a refused address is retried until the deadline, and
+ * a root that starts listening late is still reached. Loopback only; alarm() turns a hang into
+ * a failure.
+ */
+#include "coll_test.h"
+#include "bootstrap/bootstrap.h"
+#include "param.h"
+#include "util.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define FILLERS 8
+
+/* A loopback socket bound to a free port, not listening yet; *addr_p gets its address. */
+static int bound_socket(coll_sockaddr_t *addr_p)
+{
+    struct sockaddr_in a  = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    int                fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    ASSERT_TRUE(fd >= 0);
+    ASSERT_EQ(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    memset(addr_p, 0, sizeof(*addr_p));
+    addr_p->len = sizeof(addr_p->ss);
+    ASSERT_EQ(getsockname(fd, (struct sockaddr *)&addr_p->ss, &addr_p->len), 0);
+    return fd;
+}
+
+/* A listener that never accepts, with its accept queue filled by connections of our own, so
+ * that the kernel drops further SYNs. Returns the listener; fillers[] get the connections. */
+static int blackhole(coll_sockaddr_t *addr_p, int fillers[FILLERS])
+{
+    int lfd = bound_socket(addr_p), full = 0;
+    ASSERT_EQ(listen(lfd, 0), 0);
+    for (int i = 0; i < FILLERS; i++) {
+        fillers[i] = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        ASSERT_TRUE(fillers[i] >= 0);
+        if (full) {
+            continue;
+        }
+        int rc = connect(fillers[i], (struct sockaddr *)&addr_p->ss, addr_p->len);
+        ASSERT_TRUE(rc == 0 || errno == EINPROGRESS);
+        struct pollfd p = {.fd = fillers[i], .events = POLLOUT};
+        full            = rc != 0 && poll(&p, 1, 200) == 0; /* this SYN went unanswered */
+    }
+    ASSERT_TRUE(full);
+    return lfd;
+}
+
+static void *listen_later(void *arg)
+{
+    usleep(300000);
+    ASSERT_EQ(listen(*(int *)arg, 4), 0);
+    return NULL;
+}
+
+int main(void)
+{
+    coll_sockaddr_t addr;
+    int             fillers[FILLERS], fd = -1;
+    double          t0;
+
+    alarm(60); /* a connect() blocked in the kernel's SYN retries takes two minutes */
+
+    /* SYNs dropped: the attempt ends at the deadline */
+    int lfd = blackhole(&addr, fillers);
+    t0      = coll_time_s();
+    ASSERT_EQ(coll_sock_connect(&addr, t0 + 0.5, &fd), COLL_ERR_TIMEOUT);
+    printf("dropped SYNs: coll_sock_connect gave up after %.2f s (deadline 0.5 s)\n",
+           coll_time_s() - t0);
+    ASSERT_TRUE(coll_time_s() - t0 < 5.0);
+    t0 = coll_time_s();
+    ASSERT_EQ(coll_sock_connect_once(&addr, t0 + 0.3, &fd, NULL), COLL_ERR_TIMEOUT);
+    ASSERT_TRUE(coll_time_s() - t0 < 5.0);
+
+    /* ... and communicator creation honours COLL_BOOTSTRAP_TIMEOUT */
+    coll_unique_id_t id;
+    coll_comm_t     *comm       = NULL;
+    uint8_t          secret[16] = {1, 2, 3};
+    coll_boot_uid_make(&addr, secret, 42, &id);
+    setenv("COLL_BOOTSTRAP_TIMEOUT", "1", 1);
+    coll_params_reset_for_testing();
+    t0               = coll_time_s();
+    coll_result_t st = coll_comm_init_rank(&comm, 2, id, 1);
+    printf("dropped SYNs: coll_comm_init_rank returned %s after %.2f s "
+           "(COLL_BOOTSTRAP_TIMEOUT=1): %s\n",
+           coll_strerror(st), coll_time_s() - t0, coll_last_error());
+    ASSERT_EQ(st, COLL_ERR_TIMEOUT);
+    ASSERT_TRUE(coll_time_s() - t0 < 5.0);
+    ASSERT_STR_CONTAINS(coll_last_error(), "cannot reach the bootstrap root");
+    for (int i = 0; i < FILLERS; i++) {
+        close(fillers[i]);
+    }
+    close(lfd);
+
+    /* refused: retried until the deadline */
+    lfd = bound_socket(&addr);
+    t0  = coll_time_s();
+    ASSERT_EQ(coll_sock_connect(&addr, t0 + 0.3, &fd), COLL_ERR_TIMEOUT);
+    ASSERT_TRUE(coll_time_s() - t0 >= 0.2);
+    int err = 0;
+    ASSERT_EQ(coll_sock_connect_once(&addr, coll_time_s() + 1, &fd, &err), COLL_ERR_REMOTE);
+    ASSERT_EQ(err, ECONNREFUSED);
+
+    /* a root that listens late is reached (ranks may start before it) */
+    pthread_t th;
+    pthread_create(&th, NULL, listen_later, &lfd);
+    ASSERT_OK(coll_sock_connect(&addr, coll_time_s() + 10, &fd));
+    pthread_join(th, NULL);
+    close(fd);
+    close(lfd);
+    printf("PASS: bootstrap connection deadlines\n");
+    return 0;
+}
