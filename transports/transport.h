@@ -50,6 +50,11 @@ typedef struct coll_peer_info {
     char     hostname[COLL_TP_HOSTNAME_MAX]; /* for messages only */
 } coll_peer_info_t;
 
+/* Non-blocking look at the job's failure notices (the bootstrap's): COLL_OK while no rank has
+ * failed; else the failure (COLL_ERR_REMOTE: a rank died, aborted or failed), with a message
+ * naming the rank written into msg. */
+typedef coll_result_t (*coll_tp_notices_fn_t)(void *arg, char *msg, size_t msglen);
+
 typedef struct coll_tp_init_args {
     int      rank; /* this process' rank in the communicator */
     int      nranks;
@@ -65,6 +70,10 @@ typedef struct coll_tp_init_args {
     /* Interface of the NIC nearest the rank for traffic between hosts ("eth1"); NULL or "":
      * the transport's own rule. Set only when COLL_SOCKET_IFNAME is not. */
     const char *netif;
+    /* Optional (NULL: none): a connect_all() that waits on peers looks here, so that it stops
+     * at once with the failure of a rank that died meanwhile instead of at its deadline. */
+    coll_tp_notices_fn_t notices;
+    void                *notices_arg;
 } coll_tp_init_args_t;
 
 typedef void (*coll_tp_done_fn_t)(void *arg, coll_result_t status);

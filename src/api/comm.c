@@ -308,6 +308,12 @@ static coll_result_t comm_pick_transports(coll_comm_t *comm, double deadline)
     return st;
 }
 
+/* The transports' view of the bootstrap's notices (coll_tp_notices_fn_t). */
+static coll_result_t comm_tp_notices(void *arg, char *msg, size_t msglen)
+{
+    return coll_bootstrap_poll((coll_bootstrap_t *)arg, msg, msglen);
+}
+
 static coll_result_t comm_connect(coll_comm_t *comm, double deadline)
 {
     coll_result_t  st      = COLL_OK;
@@ -329,7 +335,9 @@ static coll_result_t comm_connect(coll_comm_t *comm, double deadline)
                               .timeout_s = comm->timeout_s,
                               .mem_node1 =
                                   1 + coll_topo_mem_node(comm->topo, comm->places[comm->rank].numa),
-                              .netif = comm->nic_if};
+                              .netif       = comm->nic_if,
+                              .notices     = comm_tp_notices,
+                              .notices_arg = comm->bs};
     coll_bootstrap_auth_key(comm->bs, "transport", comm->comm_id, &ia.auth_key);
     for (int t = 0; t < comm->ntp; t++) {
         size_t hlen = COLL_TP_HANDLE_MAX;

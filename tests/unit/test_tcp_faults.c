@@ -2,8 +2,9 @@
 /*
  * TCP transport failure test (tcp_rig.h: forked ranks, handles exchanged through files): a peer
  * killed mid-frame, a corrupt frame header, mismatched COLL_TCP_NSOCKS, connection setup
- * timeouts, and interface choice (topology NIC, COLL_SOCKET_IFNAME). Each case checks the error
- * codes the surviving ranks see and the log lines it must leave. Data paths: test_tcp.
+ * timeouts, a peer gone during connection setup, and interface choice (topology NIC,
+ * COLL_SOCKET_IFNAME). Each case checks the error codes the surviving ranks see and the log lines
+ * it must leave. Data paths: test_tcp.
  */
 #include <arpa/inet.h>
 #include <signal.h>
@@ -167,6 +168,77 @@ static int rank_main_timeout(const char *dir, int rank, int nranks)
     return 0;
 }
 
+/* The job's failure notices as a communicator's bootstrap would give them: a death, from the
+ * third look on. */
+static int notices_calls;
+
+static coll_result_t notices_death(void *arg, char *msg, size_t msglen)
+{
+    if (++notices_calls < 3) {
+        return COLL_OK;
+    }
+    snprintf(msg, msglen, "rank %d disconnected from the bootstrap without finishing",
+             *(const int *)arg);
+    return COLL_ERR_REMOTE;
+}
+
+/* A peer that is gone while connections are set up (its listener was open when the handles
+ * were exchanged) fails connect_all with COLL_ERR_REMOTE naming it, long before the deadline:
+ * at once when the job's notices say it died, on either side of the pair; without notices,
+ * once its port has refused connections for a grace period. */
+static int rank_main_gone(const char *dir, int rank, int nranks)
+{
+    coll_peer_info_t    peers[2] = {{.rank = 0, .host_hash = 42}, {.rank = 1, .host_hash = 42}};
+    int                 dead     = 1;
+    coll_tp_init_args_t args     = {.rank        = 1,
+                                    .nranks      = 2,
+                                    .comm_id     = 7,
+                                    .job_tag     = 9,
+                                    .peers       = peers,
+                                    .timeout_s   = 1,
+                                    .notices     = notices_death,
+                                    .notices_arg = &dead};
+    uint8_t             handle[COLL_TP_HANDLE_MAX];
+    const void         *hp[2] = {NULL, handle};
+    coll_tp_ctx_t      *a, *b;
+    coll_tp_ep_t       *ep;
+    size_t              len;
+    int                 peer;
+    double              t0;
+
+    /* rank 1 waits for rank 0, which dies before it connects */
+    dead = 0;
+    ASSERT_OK(ops->init(&args, &b));
+    ASSERT_OK(ops->listen(b, handle, &len));
+    peer = 0;
+    ASSERT_EQ(ops->connect_all(b, &peer, 1, hp, coll_time_s() + 10, &ep), COLL_ERR_REMOTE);
+    ASSERT_STR_CONTAINS(coll_last_error(), "rank 0 disconnected from the bootstrap");
+    ops->finalize(b); /* rank 1 is gone now: its port refuses connections */
+
+    /* rank 0 connects to rank 1, gone: the notices say so */
+    dead          = 1;
+    notices_calls = 0;
+    args.rank     = 0;
+    ASSERT_OK(ops->init(&args, &a));
+    peer = 1;
+    t0   = coll_time_s();
+    ASSERT_EQ(ops->connect_all(a, &peer, 1, hp, t0 + 10, &ep), COLL_ERR_REMOTE);
+    ASSERT_STR_CONTAINS(coll_last_error(), "rank 1 disconnected from the bootstrap");
+    ASSERT_TRUE(coll_time_s() - t0 < 1.5); /* before the refusals' grace ran out */
+    ops->finalize(a);
+
+    /* no notices: the refusals alone tell, after their grace */
+    args.notices = NULL;
+    ASSERT_OK(ops->init(&args, &a));
+    t0 = coll_time_s();
+    ASSERT_EQ(ops->connect_all(a, &peer, 1, hp, t0 + 10, &ep), COLL_ERR_REMOTE);
+    fprintf(stderr, "test_tcp_faults: refusing peer given up after %.2f s\n", coll_time_s() - t0);
+    ASSERT_STR_CONTAINS(coll_last_error(), "rank 1 (");
+    ASSERT_STR_CONTAINS(coll_last_error(), "refuses connections");
+    ops->finalize(a);
+    return 0;
+}
+
 /* Lines each run's log must contain (the log goes to a file in the run's directory). */
 static const char *const log_if[]   = {"COLL_SOCKET_IFNAME==nosuchif0", NULL};
 static const char *const log_kill[] = {"connection to rank 0", "(peer process died?)", NULL};
@@ -175,6 +247,7 @@ static const char *const log_mism[] = {"COLL_TCP_NSOCKS=2", "refused connection"
 static const char *const log_tmo[]  = {
      "rank 1 is still missing rank(s) 0 (2 of 2 sockets)",
      "missing rank(s) 1 (2 of 2 sockets, last error: Connection refused)", NULL};
+static const char *const log_gone[] = {"has refused connections for", NULL};
 
 /* name, function, ranks, COLL_TCP_NSOCKS, COLL_TCP_FRAG_SIZE, NSOCKS of the last rank,
  * rank 0 dies, expected log lines */
@@ -184,6 +257,7 @@ static const run_cfg_t run_cfgs[] = {
     {"corrupt frame header", rank_main_badframe, 2, "2", "256k", NULL, 0, log_bad},
     {"COLL_TCP_NSOCKS differs", rank_main_mismatch, 2, "2", "256k", "3", 0, log_mism},
     {"connection setup timeouts", rank_main_timeout, 1, "2", "256k", NULL, 0, log_tmo},
+    {"peer gone during connection setup", rank_main_gone, 1, "2", "256k", NULL, 0, log_gone},
 };
 
 int main(void)

@@ -65,14 +65,16 @@ static coll_result_t tcp_init(const coll_tp_init_args_t *args, coll_tp_ctx_t **c
     if (ctx == NULL) {
         return COLL_ERR_NO_MEMORY;
     }
-    ctx->listen_fd = -1;
-    ctx->wake_fd   = -1;
-    ctx->rank      = args->rank;
-    ctx->nranks    = args->nranks;
-    ctx->comm_id   = args->comm_id;
-    ctx->job_tag   = args->job_tag;
-    ctx->auth_key  = args->auth_key;
-    ctx->timeout_s = args->timeout_s;
+    ctx->listen_fd   = -1;
+    ctx->wake_fd     = -1;
+    ctx->rank        = args->rank;
+    ctx->nranks      = args->nranks;
+    ctx->comm_id     = args->comm_id;
+    ctx->job_tag     = args->job_tag;
+    ctx->auth_key    = args->auth_key;
+    ctx->timeout_s   = args->timeout_s;
+    ctx->notices     = args->notices;
+    ctx->notices_arg = args->notices_arg;
     if (args->netif != NULL) {
         coll_strlcpy(ctx->netif, args->netif, sizeof(ctx->netif));
     }

@@ -214,22 +214,24 @@ typedef struct coll_tcp_ep {
 } coll_tcp_ep_t;
 
 typedef struct coll_tcp_ctx {
-    int               rank;
-    int               nranks;
-    uint64_t          comm_id;
-    uint64_t          job_tag;
-    coll_auth_key_t   auth_key;
-    int               quiesced; /* every rank finished: close connections abortively */
-    double            timeout_s;
-    coll_peer_info_t *peers; /* copy, nranks entries */
-    int               nsocks;
-    size_t            frag_size;
-    int               listen_fd;          /* -1 once closed */
-    coll_tcp_addr_t   addr;               /* bound address, with its port */
-    char              netif[IF_NAMESIZE]; /* interface of the rank's nearest NIC; "": none */
-    char              addr_str[80];
-    int               wake_fd; /* eventfd written by wake() */
-    coll_tcp_ep_t   **eps;     /* by rank; NULL if not connected */
+    int                  rank;
+    int                  nranks;
+    uint64_t             comm_id;
+    uint64_t             job_tag;
+    coll_auth_key_t      auth_key;
+    int                  quiesced; /* every rank finished: close connections abortively */
+    double               timeout_s;
+    coll_peer_info_t    *peers; /* copy, nranks entries */
+    int                  nsocks;
+    size_t               frag_size;
+    int                  listen_fd;          /* -1 once closed */
+    coll_tcp_addr_t      addr;               /* bound address, with its port */
+    char                 netif[IF_NAMESIZE]; /* interface of the rank's nearest NIC; "": none */
+    char                 addr_str[80];
+    coll_tp_notices_fn_t notices; /* the job's failure notices (init args); NULL: none */
+    void                *notices_arg;
+    int                  wake_fd; /* eventfd written by wake() */
+    coll_tcp_ep_t      **eps;     /* by rank; NULL if not connected */
     /* poll set: [0] = wake_fd, then nsocks entries per endpoint in eps_active order */
     coll_tcp_ep_t   **eps_active;
     int               nactive;

@@ -26,6 +26,10 @@
 #define TCP_RETRY_MAX_S 0.25
 #define TCP_STRAY_SLACK 16 /* unidentified accepted sockets kept besides the expected ones */
 #define TCP_POLL_MAX_MS 100
+/* A peer's listener was open when its handle was exchanged, so a refusal means it is gone; the
+ * bootstrap normally says so first (and names why), this is the fallback. */
+#define TCP_REFUSED_GRACE_S 2.0
+#define TCP_NOTICES_EVERY_S 0.01 /* how often connection setup looks at the job's notices */
 
 enum {
     TCP_OUT_IDLE,
@@ -49,7 +53,8 @@ typedef struct tcp_conn {
     coll_auth_state_t auth;
     double            retry_at;
     double            backoff;
-    double            since; /* acceptor: when accepted, to evict the oldest stray first */
+    double            since;         /* acceptor: when accepted, to evict the oldest stray first */
+    double            refused_since; /* connector: first of the refusals in a row; < 0: none */
     int               last_errno;
     char              raddr[64];
 } tcp_conn_t;
@@ -71,6 +76,7 @@ typedef struct tcp_cstate {
     int                      in_left; /* sockets still expected from lower ranks */
     coll_result_t            fatal;
     double                   start;
+    double                   notices_at; /* when to look at the job's notices next */
     struct pollfd           *pfds;
     tcp_conn_t             **pconn; /* pconn[i] owns pfds[i]; NULL = the listener */
 } tcp_cstate_t;
@@ -151,10 +157,56 @@ err:
     return status;
 }
 
+/* ---- the job's failure notices ---- */
+
+/* Has the bootstrap learned of a failed rank? COLL_OK, or the failure (recorded as the last
+ * error). With force, looks now; else at most every TCP_NOTICES_EVERY_S. */
+static coll_result_t tcp_cs_notices(tcp_cstate_t *cs, double now, int force)
+{
+    coll_tcp_ctx_t *ctx      = cs->ctx;
+    char            msg[256] = "";
+    coll_result_t   st;
+
+    if (ctx->notices == NULL || (!force && now < cs->notices_at)) {
+        return COLL_OK;
+    }
+    cs->notices_at = now + TCP_NOTICES_EVERY_S;
+    st             = ctx->notices(ctx->notices_arg, msg, sizeof(msg));
+    if (st != COLL_OK) { /* the bootstrap logged it */
+        coll_debug(TCP, "rank %d: connection setup stopped after %.3f s: %s", ctx->rank,
+                   now - cs->start, msg);
+        coll_set_last_error(st, "rank %d: %s", ctx->rank, msg);
+    }
+    return st;
+}
+
 /* ---- connector side ---- */
+
+/* c's peer has refused connections for TCP_REFUSED_GRACE_S: it is gone. */
+static void tcp_out_gone(tcp_cstate_t *cs, tcp_conn_t *c, double now)
+{
+    cs->fatal = tcp_cs_notices(cs, now, 1);
+    if (cs->fatal != COLL_OK) {
+        return; /* the bootstrap knows why */
+    }
+    coll_error(TCP,
+               "rank %d (%s) has refused connections for %.1f s although its listener was open "
+               "when the handles were exchanged (process died?)",
+               cs->peers[c->pos], c->raddr, now - c->refused_since);
+    cs->fatal = coll_set_last_error(COLL_ERR_REMOTE,
+                                    "rank %d: rank %d (%s) refuses connections (process died?)",
+                                    cs->ctx->rank, cs->peers[c->pos], c->raddr);
+}
 
 static void tcp_out_retry(tcp_cstate_t *cs, tcp_conn_t *c, int err, double now)
 {
+    if (err != ECONNREFUSED) {
+        c->refused_since = -1;
+    } else if (c->refused_since < 0) {
+        c->refused_since = now;
+    } else if (now - c->refused_since >= TCP_REFUSED_GRACE_S && cs->fatal == COLL_OK) {
+        tcp_out_gone(cs, c, now);
+    }
     close(c->fd);
     c->fd         = -1;
     c->state      = TCP_OUT_IDLE;
@@ -587,12 +639,13 @@ static coll_result_t tcp_cs_init(tcp_cstate_t *cs, coll_tcp_ctx_t *ctx, const in
     }
     for (i = 0, n = 0; i < npeers; i++) {
         for (k = 0; cs->eps[i] != NULL && peers[i] > ctx->rank && k < ctx->nsocks; k++, n++) {
-            tcp_conn_t *c = &cs->out[n];
-            c->fd         = -1;
-            c->out        = 1;
-            c->pos        = i;
-            c->index      = k;
-            c->backoff    = TCP_RETRY_MIN_S;
+            tcp_conn_t *c    = &cs->out[n];
+            c->fd            = -1;
+            c->out           = 1;
+            c->pos           = i;
+            c->index         = k;
+            c->backoff       = TCP_RETRY_MIN_S;
+            c->refused_since = -1;
             coll_tcp_sa_str((struct sockaddr *)&cs->dst[i], c->raddr, sizeof(c->raddr));
         }
     }
@@ -710,6 +763,7 @@ static coll_result_t tcp_cs_run(tcp_cstate_t *cs, double deadline)
 
     while (cs->out_left > 0 || cs->in_left > 0) {
         now = coll_time_s();
+        COLL_CHECK(tcp_cs_notices(cs, now, 0));
         if (now >= deadline) {
             tcp_cs_timeout(cs);
             return COLL_ERR_TIMEOUT;
