@@ -13,7 +13,9 @@
 #include "collinfo.h"
 #include "algo.h"
 #include "api/tune.h"
+#include "bootstrap/sock.h"
 #include "param.h"
+#include "shm/shm.h"
 #include "topo/local.h"
 #include "topo/topo.h"
 
@@ -429,6 +431,38 @@ static int ci_nic_bw(coll_model_t *m, int L)
     return applied;
 }
 
+/* The shared windows of one host, as the tuner sets them (tune_window): the shm transport
+ * serves every peer when COLL_TRANSPORT allows it and it is usable here, and its windows are
+ * the size the transport gives them (shm_win_size_param, /dev/shm of this host). A single rank
+ * needs none. With --topo the buffers are GPU memory, whose windows this table leaves out. */
+static void ci_window(ci_ctx_t *x)
+{
+    const char *want  = coll_param_str(COLL_P_TRANSPORT);
+    int         autom = want == NULL || want[0] == '\0' || strcmp(want, "auto") == 0;
+
+    x->layout.shared_window = 0;
+    x->layout.window_bytes  = 0;
+    if (x->nhosts != 1 || x->topo != NULL) {
+        return;
+    }
+    if (x->nranks == 1) {
+        x->layout.shared_window = 1;
+        return;
+    }
+    for (int i = 0; i < coll_tp_registry_count(); i++) {
+        const coll_transport_ops_t *t   = coll_tp_registry_get(i);
+        const char                 *why = "";
+
+        if (t == NULL || strcmp(t->name, "shm") != 0 ||
+            (!autom && !coll_sock_ifname_match(want, t->name)) ||
+            (t->usable != NULL && !t->usable(&why))) {
+            continue;
+        }
+        x->layout.window_bytes  = (size_t)shm_win_size_param(1, x->nranks, "/dev/shm");
+        x->layout.shared_window = x->layout.window_bytes > 0;
+    }
+}
+
 /* Makes shape i current: its layout and its model (the topology's, else the parameters'). */
 static int ci_shape_set(ci_ctx_t *x, int i)
 {
@@ -439,6 +473,7 @@ static int ci_shape_set(ci_ctx_t *x, int i)
         fprintf(stderr, "collinfo algos: out of memory for %d ranks\n", x->nranks);
         return 1;
     }
+    ci_window(x);
     if (x->topo == NULL) {
         coll_model_from_params(&x->model);
         x->nic_bw = x->nhosts > 1 && ci_nic_bw(&x->model, x->nranks / x->nhosts);

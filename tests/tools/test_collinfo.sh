@@ -372,5 +372,38 @@ else
         grep -q '^# host ring: .*no NIC: COLL_INTER_\* defaults$' "$tmp/t"
 fi
 
+# ---- one host: the shm transport's windows (oneshot, twoshot), as a communicator's tuner ----
+# With this fixed model the tuner of a 4-rank communicator on one host picks oneshot at 8 B and
+# twoshot at 32 KiB; collinfo must see the same windows (and none under COLL_TRANSPORT=tcp).
+win_model() { COLL_INTRA_LAT=4us COLL_INTRA_BW=6g COLL_REDUCE_BW=8g "$@"; }
+win_model "$COLLINFO" algos -n 4 -c allreduce -s 8,32k --csv >"$tmp/w" 2>&1
+check "one host: oneshot picked at 8 B" grep -q '^allreduce,4,1,8,2,oneshot,0,' "$tmp/w"
+check "one host: twoshot picked at 32 KiB" grep -q '^allreduce,4,1,32768,8192,twoshot,0,' "$tmp/w"
+win_model env COLL_ALGO=oneshot "$COLLINFO" algos -n 4 -c allreduce -s 32k --csv >"$tmp/w" 2>&1
+check "one host: COLL_ALGO=oneshot is marked forced" \
+    grep -q '^allreduce,4,1,32768,8192,oneshot,1,' "$tmp/w"
+win_model env COLL_TRANSPORT=tcp "$COLLINFO" algos -n 4 -c allreduce -s 8 --csv >"$tmp/w" 2>&1
+check "COLL_TRANSPORT=tcp: no windows, oneshot and twoshot cannot run" \
+    grep -q '^allreduce,4,1,8,2,recursive_doubling,0,.*,,$' "$tmp/w"
+win_model "$COLLINFO" algos -n 4 --hosts 2 -c allreduce -s 8 --csv >"$tmp/w" 2>&1
+check "two hosts: no windows" grep -q '^allreduce,4,2,8,2,[a-z_]*,0,.*,,$' "$tmp/w"
+# the library itself, when it can start 4 ranks here: the same choices
+COLLRUN=$top_builddir/collrun
+COLLBENCH=$top_builddir/collbench
+if [ -x "$COLLRUN" ] && [ -x "$COLLBENCH" ]; then
+    win_model env COLL_DEBUG=info COLL_DEBUG_SUBSYS=ALGO COLL_SMALL_MAX=0 COLL_DIRECT_CMA=0 \
+        timeout 60 "$COLLRUN" -n 4 --timeout 50 "$COLLBENCH" -b 8 -e 32k -f 4096 -n 1 -w 0 -c 0 \
+        >"$tmp/lib" 2>&1
+    lib8=$(sed -n 's/.*rank 0: allreduce of 8 bytes (float): \([a-z_]*\),.*/\1/p' "$tmp/lib")
+    lib32=$(sed -n 's/.*rank 0: allreduce of 32768 bytes (float): \([a-z_]*\),.*/\1/p' "$tmp/lib")
+    if grep -q 'windows\|oneshot\|twoshot' "$tmp/lib"; then
+        check "library and collinfo agree at 8 B (library: '$lib8')" test "$lib8" = oneshot
+        check "library and collinfo agree at 32 KiB (library: '$lib32')" test "$lib32" = twoshot
+    else
+        echo "SKIP: the library used no shared windows here"
+        cat "$tmp/lib"
+    fi
+fi
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -25,7 +25,9 @@ static char shm_rndv_mark; /* op->tp_priv of a send that goes single-copy */
 
 /* ---- context ---- */
 
-static uint64_t shm_ring_size_param(void)
+/* COLL_SHM_RING_SIZE rounded down to a power of two in [64k, 1g] (collinfo doctor sizes
+ * segments with it too). */
+uint64_t shm_ring_size_param(void)
 {
     static atomic_int warned;
     size_t            want = coll_param_size(COLL_P_SHM_RING_SIZE);
@@ -67,7 +69,8 @@ static coll_result_t shm_init(const coll_tp_init_args_t *args, coll_tp_ctx_t **c
         ctx->lidx[r] = args->peers[r].host_hash == host ? ctx->nlocal++ : -1;
     }
     ctx->ring_size = shm_ring_size_param();
-    ctx->win_size  = shm_win_size_param(ctx->nlocal == ctx->nranks && ctx->nranks > 1, ctx->nlocal);
+    ctx->win_size =
+        shm_win_size_param(ctx->nlocal == ctx->nranks && ctx->nranks > 1, ctx->nlocal, "/dev/shm");
     ctx->live_check_s = SHM_LIVE_CHECK_S;
     ctx->cma_min      = coll_param_size(COLL_P_SHM_CMA_MIN);
     shm_bell_setup();

@@ -251,8 +251,11 @@ uint32_t shm_bell_prepare(shm_doorbell_t *b);
 void     shm_bell_wait(shm_doorbell_t *b, uint32_t seen, double timeout_s);
 void     shm_bell_cancel(shm_doorbell_t *b);
 
+/* ---- sizes from the parameters (shm.c, shm_win.c); collinfo uses them too ---- */
+uint64_t shm_ring_size_param(void);
+uint64_t shm_win_size_param(int all_local, int nlocal, const char *shm_dir);
+
 /* ---- shm_win.c ---- */
-uint64_t      shm_win_size_param(int all_local, int nlocal);
 coll_result_t shm_win_init(coll_tp_ctx_t *ctx); /* after init: per-rank window state */
 void          shm_win_fini(coll_tp_ctx_t *ctx);
 /* After connect_all: agree on the usable window size from every local rank's handle. */

@@ -25,9 +25,10 @@
 #include <sys/statvfs.h>
 
 /* COLL_SHM_WINDOW_SIZE rounded up to whole pages, 0 when not every rank is on this host. The
- * default (4 MiB per half) shrinks to 1 MiB where /dev/shm could not hold this host's windows
- * four times over (a container's 64 MiB /dev/shm, say): windows are reserved, not sparse. */
-uint64_t shm_win_size_param(int all_local, int nlocal)
+ * default (4 MiB per half) shrinks to 1 MiB where shm_dir (/dev/shm) could not hold this host's
+ * windows four times over (a container's 64 MiB /dev/shm, say): windows are reserved, not
+ * sparse. collinfo (algos, doctor) calls this too, so that it predicts the same window. */
+uint64_t shm_win_size_param(int all_local, int nlocal, const char *shm_dir)
 {
     uint64_t       want = coll_param_size(COLL_P_SHM_WINDOW_SIZE);
     struct statvfs v;
@@ -40,9 +41,9 @@ uint64_t shm_win_size_param(int all_local, int nlocal)
         want = SHM_WIN_MAX;
     }
     if (!coll_param_is_set(COLL_P_SHM_WINDOW_SIZE) && want > SHM_WIN_SMALL &&
-        statvfs("/dev/shm", &v) == 0 &&
+        statvfs(shm_dir, &v) == 0 &&
         (uint64_t)v.f_bavail * v.f_frsize < 4u * 2u * want * (uint64_t)nlocal) {
-        coll_debug(SHM, "/dev/shm has %" PRIu64 " bytes free: windows of %u bytes per half",
+        coll_debug(SHM, "%s has %" PRIu64 " bytes free: windows of %u bytes per half", shm_dir,
                    (uint64_t)v.f_bavail * v.f_frsize, SHM_WIN_SMALL);
         want = SHM_WIN_SMALL;
     }
