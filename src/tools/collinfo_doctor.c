@@ -2,11 +2,12 @@
 /*
  * collinfo doctor: preflight checks of this host, each printed as ok / warn / FAIL with the
  * exact fix: /dev/shm big enough for the shared-memory transport, locked-memory limit for RDMA,
- * usable network interfaces (and COLL_SOCKET_IFNAME matching one), ptrace scope for
- * cross-memory attach, IOMMU mode for GPU peer-to-peer, and the NUMA affinity of GPUs and NICs.
- * It reads /proc and /sys under --root (tests use a fake tree); it never changes anything.
+ * usable network interfaces (and COLL_SOCKET_IFNAME matching one, by the library's rules), ptrace
+ * scope for cross-memory attach, IOMMU mode for GPU peer-to-peer, and the NUMA affinity of GPUs and
+ * NICs. It reads /proc and /sys under --root (tests use a fake tree); it never changes anything.
  */
 #include "collinfo.h"
+#include "bootstrap/sock.h"
 #include "param.h"
 #include "shm/shm.h"
 
@@ -14,6 +15,7 @@
 #include <dirent.h>
 #include <ifaddrs.h>
 #include <net/if.h>
+#include <netinet/in.h>
 #include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -101,16 +103,20 @@ static double doc_gib(double bytes)
 
 /* Each rank's segment as the shm transport sizes it: a header, a ring (control page and data)
  * to each other local rank, and the window (control block with the small-call slots, two
- * halves). */
+ * halves). The ring and window sizes come from the transport's own functions, so the clamps
+ * (ring in [64k, 1g], window at most 1g) and the small window where /dev/shm is small are the
+ * library's. */
 static void doc_shm(doc_t *d)
 {
     struct statvfs sv;
     char           path[512], fix[256];
-    uint64_t       ring = coll_param_size(COLL_P_SHM_RING_SIZE);
-    uint64_t       win  = coll_param_size(COLL_P_SHM_WINDOW_SIZE);
-    double         need =
-        d->ranks > 1 ? d->ranks * (double)shm_seg_size((uint32_t)d->ranks - 1, ring, win) : 0.0;
+    uint64_t       ring, win;
+    double         need;
+
     snprintf(path, sizeof(path), "%s/dev/shm", d->root);
+    ring = shm_ring_size_param();
+    win  = shm_win_size_param(d->ranks > 1, d->ranks, path);
+    need = d->ranks > 1 ? d->ranks * (double)shm_seg_size((uint32_t)d->ranks - 1, ring, win) : 0.0;
     snprintf(fix, sizeof(fix),
              "mount -o remount,size=%.0fG /dev/shm (containers: docker run --shm-size=%.0fg), "
              "or lower COLL_SHM_RING_SIZE",
@@ -149,56 +155,87 @@ static void doc_memlock(doc_t *d)
     }
 }
 
-/* Does interface name match the COLL_SOCKET_IFNAME list (prefixes; ^ excludes; = exact)? */
-static int doc_if_match(const char *list, const char *name)
+/* Appends name to the space-separated list unless it is there already (an interface with an
+ * IPv4 and an IPv6 address is listed once). */
+static void doc_list_add(char *list, size_t cap, const char *name)
 {
-    char copy[256];
-    int  exclude = list[0] == '^', exact, hit = 0;
-    snprintf(copy, sizeof(copy), "%s", list + exclude);
-    exact = copy[0] == '=';
-    for (char *tok = strtok(copy + exact, ","); tok != NULL; tok = strtok(NULL, ",")) {
-        hit |= exact ? strcmp(name, tok) == 0 : strncmp(name, tok, strlen(tok)) == 0;
+    size_t n = strlen(name);
+
+    for (const char *p = list; (p = strstr(p, name)) != NULL; p += n) {
+        if ((p == list || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\0')) {
+            return;
+        }
     }
-    return exclude ? !hit : hit;
+    snprintf(list + strlen(list), cap - strlen(list), "%s%s", list[0] ? " " : "", name);
+}
+
+/* The rules of the bootstrap and tcp transport (src/bootstrap/ifaddr.c): an interface serves
+ * when it is up (IFF_UP; IFF_RUNNING is not asked for) with an IPv4 or IPv6 address.
+ * COLL_SOCKET_IFNAME, matched with the library's own filter, may name loopback; without it the
+ * choice skips loopback, docker* and link-local IPv6. */
+static int doc_if_default(const struct ifaddrs *i)
+{
+    if ((i->ifa_flags & IFF_LOOPBACK) != 0 || !coll_sock_ifname_match(NULL, i->ifa_name)) {
+        return 0;
+    }
+    if (i->ifa_addr->sa_family == AF_INET6) {
+        const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)(void *)i->ifa_addr;
+        return !IN6_IS_ADDR_LINKLOCAL(&s6->sin6_addr);
+    }
+    return 1;
 }
 
 static void doc_netif(doc_t *d)
 {
     struct ifaddrs *ifs, *i;
     const char     *want       = coll_param_str(COLL_P_SOCKET_IFNAME);
-    char            names[512] = "", downs[256] = "";
+    int             user       = want != NULL && want[0] != '\0';
+    char            names[512] = "", downs[256] = "", every[512] = "", hits[512] = "";
     int             up = 0, matched = 0;
     if (getifaddrs(&ifs) != 0) {
         doc_report(d, 2, "interfaces", NULL, "getifaddrs failed");
         return;
     }
     for (i = ifs; i != NULL; i = i->ifa_next) {
-        if (i->ifa_addr == NULL || i->ifa_addr->sa_family != AF_INET ||
-            (i->ifa_flags & IFF_LOOPBACK) != 0) {
+        if (i->ifa_addr == NULL ||
+            (i->ifa_addr->sa_family != AF_INET && i->ifa_addr->sa_family != AF_INET6)) {
             continue;
         }
-        int    running = (i->ifa_flags & IFF_UP) != 0 && (i->ifa_flags & IFF_RUNNING) != 0;
-        char  *dst     = running ? names : downs;
-        size_t cap     = running ? sizeof(names) : sizeof(downs);
-        snprintf(dst + strlen(dst), cap - strlen(dst), "%s%s", dst[0] ? " " : "", i->ifa_name);
-        up += running;
-        matched += running && want != NULL && want[0] != '\0' && doc_if_match(want, i->ifa_name);
+        int is_up = (i->ifa_flags & IFF_UP) != 0;
+        if (is_up) {
+            doc_list_add(every, sizeof(every), i->ifa_name);
+            if (user && coll_sock_ifname_match(want, i->ifa_name)) {
+                doc_list_add(hits, sizeof(hits), i->ifa_name);
+                matched++;
+            }
+        }
+        if (!doc_if_default(i)) {
+            continue;
+        }
+        if (is_up) {
+            doc_list_add(names, sizeof(names), i->ifa_name);
+        } else {
+            doc_list_add(downs, sizeof(downs), i->ifa_name);
+        }
+        up += is_up;
     }
     freeifaddrs(ifs);
-    if (want != NULL && want[0] != '\0' && matched == 0) {
+    if (user && matched == 0) {
         doc_report(d, 2, "interfaces",
                    "unset COLL_SOCKET_IFNAME, or set it to one of the "
                    "interfaces listed",
-                   "COLL_SOCKET_IFNAME=%s matches no running interface "
-                   "(running: %s)",
-                   want, up ? names : "none");
+                   "COLL_SOCKET_IFNAME=%s matches no interface that is up with an address "
+                   "(up: %s)",
+                   want, every[0] ? every : "none");
+    } else if (user) {
+        doc_report(d, 0, "interfaces", NULL, "COLL_SOCKET_IFNAME=%s matches %s (up)", want, hits);
     } else if (up == 0) {
         doc_report(d, 1, "interfaces", "bring one up (ip link set IFACE up) for jobs across hosts",
-                   "no running IPv4 interface besides loopback%s%s: only single-host jobs can "
+                   "no interface up besides loopback and docker%s%s: only single-host jobs can "
                    "run",
                    downs[0] ? "; down: " : "", downs);
     } else {
-        doc_report(d, 0, "interfaces", NULL, "running: %s%s%s", names, downs[0] ? "; down: " : "",
+        doc_report(d, 0, "interfaces", NULL, "up: %s%s%s", names, downs[0] ? "; down: " : "",
                    downs);
     }
 }

@@ -2,7 +2,10 @@
 # SPDX-License-Identifier: MIT
 # collinfo doctor: on a fake /proc + /sys tree (--root) with every problem it knows, each check
 # reports FAIL or warn with its exact fix and the exit status is 1; on a healthy tree it is 0;
-# COLL_SOCKET_IFNAME naming no interface is a problem; bad options exit 2.
+# COLL_SOCKET_IFNAME naming no interface is a problem; bad options exit 2. The doctor sizes /dev/shm
+# as the library does: COLL_SHM_RING_SIZE clamped to 1g, 1 MiB windows where /dev/shm is small
+# (a 64 MiB tmpfs, mounted in a private namespace when unshare allows), and COLL_SOCKET_IFNAME may
+# name loopback, which the tcp transport accepts.
 # Exit status: 0 pass, 1 fail, 99 collinfo not built.
 set -u
 top_builddir=${top_builddir:-.}
@@ -73,7 +76,35 @@ has "no problems" "$tmp/good.out" "0 problems"
 COLL_SOCKET_IFNAME=nosuchif9 "$COLLINFO" doctor -n 2 --root "$good" >"$tmp/if.out" 2>&1
 rc=$?
 if [ "$rc" -eq 1 ]; then ok "unmatched COLL_SOCKET_IFNAME: exit 1"; else bad "ifname: exit $rc"; fi
-has "unmatched COLL_SOCKET_IFNAME named" "$tmp/if.out" "COLL_SOCKET_IFNAME=nosuchif9 matches no running interface"
+has "unmatched COLL_SOCKET_IFNAME named" "$tmp/if.out" "COLL_SOCKET_IFNAME=nosuchif9 matches no interface that is up"
+
+# ---- the library's sizes and rules, not the raw parameters ----
+# a ring of 16t is clamped to 1g by the shm transport: 2 ranks need about 2 GiB, not 32768
+COLL_SHM_RING_SIZE=16t COLL_SHM_WINDOW_SIZE=4m "$COLLINFO" doctor -n 2 --root "$good" \
+    >"$tmp/ring.out" 2>&1
+has "COLL_SHM_RING_SIZE=16t sized as the clamped 1g ring" "$tmp/ring.out" \
+    "2 ranks on this host need 2.01"
+# loopback is up wherever a job on one host can run; the tcp transport accepts it by name
+if [ $(($(cat /sys/class/net/lo/flags 2>/dev/null || echo 0) & 1)) -eq 1 ]; then
+    COLL_SOCKET_IFNAME=lo "$COLLINFO" doctor -n 2 --root "$good" >"$tmp/lo.out" 2>&1
+    has "COLL_SOCKET_IFNAME=lo accepted" "$tmp/lo.out" "[ ok ] interfaces       COLL_SOCKET_IFNAME=lo matches lo"
+else
+    echo "SKIP: loopback is down here"
+fi
+# a container's 64 MiB /dev/shm: 6 ranks fit with the 1 MiB windows the library falls back to
+small=$tmp/small
+mkdir -p "$small/dev/shm"
+if unshare -rm sh -c "mount -t tmpfs -o size=64m tmpfs '$small/dev/shm' &&
+    '$COLLINFO' doctor -n 6 --root '$small'" >"$tmp/small.out" 2>&1 &&
+    grep -q "/dev/shm" "$tmp/small.out"; then
+    cat "$tmp/small.out"
+    has "64 MiB /dev/shm holds 6 ranks with 1 MiB windows" "$tmp/small.out" "[ ok ] /dev/shm         0.06 GiB"
+elif grep -q "/dev/shm  " "$tmp/small.out" 2>/dev/null; then
+    cat "$tmp/small.out"
+    bad "64 MiB /dev/shm holds 6 ranks with 1 MiB windows"
+else
+    echo "SKIP: no private mount namespace here (unshare -rm)"
+fi
 
 # ---- bad input ----
 for args in "-n 0" "-n x" "--bogus" "-n"; do
