@@ -8,6 +8,7 @@
  */
 #include "algo.h"
 
+#include <stdio.h>
 #include <string.h>
 #include "basic/basic.h"
 #include "cost.h"
@@ -236,6 +237,9 @@ static const coll_algo_t algo_table[] = {
      .build     = coll_direct_build},
 };
 
+/* algo_warn_skipped keeps one bit per algorithm */
+_Static_assert(sizeof(algo_table) / sizeof(algo_table[0]) <= 64, "more algorithms than bits");
+
 int coll_algo_registry_count(void)
 {
     return (int)(sizeof(algo_table) / sizeof(algo_table[0]));
@@ -311,13 +315,49 @@ static void algo_trim(const char **str, size_t *len)
 }
 
 /*
+ * COLL_ALGO forced skipped for this call: a warning, once per process for each (collective,
+ * algorithm), naming why and what runs instead (instead NULL: the library's own choice, which
+ * may be the small-call path). Without it a forced algorithm that never runs goes unnoticed.
+ */
+static void algo_warn_skipped(const coll_algo_t *skipped, int nranks, const coll_args_t *args,
+                              const coll_algo_t *instead)
+{
+    static uint64_t      warned[COLL_OP_COUNT];
+    uint64_t             bit = 1ull << (skipped - algo_table);
+    const coll_layout_t *l   = args->layout;
+    char                 why[256];
+
+    if ((unsigned)args->coll >= COLL_OP_COUNT ||
+        (__atomic_fetch_or(&warned[args->coll], bit, __ATOMIC_RELAXED) & bit) != 0) {
+        return;
+    }
+    if ((skipped->colls & ALGO_BIT(args->coll)) == 0) {
+        snprintf(why, sizeof(why), "it does not implement %s", coll_op_name(args->coll));
+    } else {
+        snprintf(why, sizeof(why), "it cannot run %zu elements on %d ranks in %d host(s): %s",
+                 args->count, nranks, l != NULL ? l->nhosts : 1, skipped->desc);
+    }
+    if (instead != NULL) {
+        coll_warn(ALGO, "COLL_ALGO forces %s for %s, but %s; %s runs instead", skipped->name,
+                  coll_op_name(args->coll), why, instead->name);
+    } else {
+        coll_warn(ALGO, "COLL_ALGO forces %s for %s, but %s; the library chooses instead",
+                  skipped->name, coll_op_name(args->coll), why);
+    }
+}
+
+/*
  * spec: comma-separated entries, each "algo" (for every collective it implements) or
  * "coll:algo". A per-collective entry beats a generic one; among equals the first wins.
- * Entries naming an algorithm that cannot run this call are skipped.
+ * Entries naming an algorithm that cannot run this call are skipped; *skipped_p gets the one
+ * worth a warning (a per-collective entry, else a generic one implementing the collective
+ * when no per-collective entry applies), or NULL.
  */
-static const coll_algo_t *algo_override(int nranks, const coll_args_t *args, const char *spec)
+static const coll_algo_t *algo_override(int nranks, const coll_args_t *args, const char *spec,
+                                        const coll_algo_t **skipped_p)
 {
     const coll_algo_t *generic = NULL, *specific = NULL, *a;
+    const coll_algo_t *skip_generic = NULL, *skip_specific = NULL;
     const char        *p = spec;
     int                op;
 
@@ -339,8 +379,8 @@ static const coll_algo_t *algo_override(int nranks, const coll_args_t *args, con
                 generic = a;
             } else if (a != NULL && (unsigned)args->coll < COLL_OP_COUNT &&
                        (a->colls & ALGO_BIT(args->coll)) != 0 &&
-                       !coll_algo_applies(a, nranks, args)) {
-                coll_debug(ALGO, "override %s cannot run this call; choosing by cost", a->name);
+                       !coll_algo_applies(a, nranks, args) && skip_generic == NULL) {
+                skip_generic = a;
             }
             continue;
         }
@@ -358,30 +398,42 @@ static const coll_algo_t *algo_override(int nranks, const coll_args_t *args, con
         if (op == (int)args->coll && specific == NULL && a != NULL) {
             if (coll_algo_applies(a, nranks, args)) {
                 specific = a;
-            } else {
-                coll_debug(ALGO, "override %s:%s cannot run this call; choosing by cost",
-                           coll_op_name(args->coll), a->name);
+            } else if (skip_specific == NULL) {
+                skip_specific = a;
             }
         }
     }
+    *skipped_p = skip_specific != NULL ? skip_specific : (specific == NULL ? skip_generic : NULL);
     return (specific != NULL) ? specific : generic;
 }
 
 int coll_algo_overridden(int nranks, const coll_args_t *args, const char *override)
 {
-    return override != NULL && algo_override(nranks, args, override) != NULL;
+    const coll_algo_t *skipped, *a;
+
+    if (override == NULL) {
+        return 0;
+    }
+    a = algo_override(nranks, args, override, &skipped);
+    if (a == NULL && skipped != NULL) {
+        algo_warn_skipped(skipped, nranks, args, NULL);
+    }
+    return a != NULL;
 }
 
 const coll_algo_t *coll_algo_select(int nranks, const coll_args_t *args, const char *override,
                                     const coll_model_t *m, double *cost_p)
 {
-    const coll_algo_t *best      = NULL;
+    const coll_algo_t *best = NULL, *skipped = NULL;
     double             best_cost = -1.0;
     coll_model_t       dflt;
 
     if (override != NULL) {
-        best = algo_override(nranks, args, override);
+        best = algo_override(nranks, args, override, &skipped);
         if (best != NULL) {
+            if (skipped != NULL) {
+                algo_warn_skipped(skipped, nranks, args, best);
+            }
             if (cost_p != NULL) {
                 *cost_p = -1.0;
             }
@@ -404,6 +456,9 @@ const coll_algo_t *coll_algo_select(int nranks, const coll_args_t *args, const c
             best      = a;
             best_cost = c;
         }
+    }
+    if (skipped != NULL) {
+        algo_warn_skipped(skipped, nranks, args, best);
     }
     if (cost_p != NULL) {
         *cost_p = best_cost;

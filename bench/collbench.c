@@ -406,6 +406,89 @@ static int cb_check_algo(const cb_opts_t *o)
     return 0;
 }
 
+/* Why algorithm name (len bytes) cannot run on a communicator of nranks ranks on nhosts hosts,
+ * as far as the public API shows (coll_comm_nhosts), or NULL: hier needs 2 or more hosts of 2
+ * or more ranks, the shared-window algorithms one host. Limits of single calls (sizes, window
+ * room) are the library's to report: it warns once when a forced algorithm cannot run a call. */
+static const char *cb_algo_cannot(const char *name, size_t len, int nranks, int nhosts)
+{
+    if (len == 4 && strncmp(name, "hier", 4) == 0 && (nhosts < 2 || nranks < 2 * nhosts)) {
+        return "it needs 2 or more hosts of 2 or more ranks";
+    }
+    if (len == 7 && (strncmp(name, "oneshot", 7) == 0 || strncmp(name, "twoshot", 7) == 0) &&
+        nhosts != 1) {
+        return "it needs every rank on one host";
+    }
+    return NULL;
+}
+
+/*
+ * -A against this communicator, in the library's order: the first "coll:algo" entry for the
+ * collective under test that can run, else the first "algo" entry implementing it. Sets
+ * o->algo_note when an entry that would have won cannot run here (and what runs instead) and
+ * o->algo_none when no entry can, so the header and the JSON do not name an algorithm that
+ * did not run.
+ */
+static void cb_algo_on_comm(cb_opts_t *o, int nranks, int nhosts)
+{
+    const char      *coll = o->coll->name, *why = NULL, *runs = NULL;
+    char             skipped[64] = "";
+    size_t           runs_len    = 0;
+    coll_algo_info_t a;
+
+    for (int pass = 0; pass < 2 && runs == NULL; pass++) {
+        for (const char *p = o->algo; *p != '\0' && runs == NULL;) {
+            size_t      len = strcspn(p, ","), clen = 0;
+            const char *name = p, *c = p, *colon = memchr(p, ':', len), *no;
+
+            p += len + (p[len] == ',');
+            if (colon != NULL) {
+                clen = (size_t)(colon - c);
+                name = colon + 1;
+                len -= clen + 1;
+                cb_trim(&c, &clen);
+            }
+            cb_trim(&name, &len);
+            if ((pass == 0) != (colon != NULL) || len == 0 ||
+                (len == 4 && strncmp(name, "auto", 4) == 0) ||
+                (colon != NULL && (clen != strlen(coll) || strncmp(c, coll, clen) != 0))) {
+                continue;
+            }
+            if (colon == NULL) { /* a generic entry counts for the collectives it implements */
+                int i = 0;
+                while (i < coll_algo_count() &&
+                       (coll_algo_get(i, &a) != COLL_OK || strlen(a.name) != len ||
+                        strncmp(a.name, name, len) != 0)) {
+                    i++;
+                }
+                if (i == coll_algo_count() || !cb_list_has(a.colls, coll, strlen(coll))) {
+                    continue;
+                }
+            }
+            no = cb_algo_cannot(name, len, nranks, nhosts);
+            if (no == NULL) {
+                runs     = name;
+                runs_len = len;
+            } else if (why == NULL) {
+                why = no;
+                snprintf(skipped, sizeof(skipped), "%.*s", (int)len, name);
+            }
+        }
+    }
+    o->algo_none = runs == NULL && why != NULL;
+    if (why != NULL && runs != NULL) {
+        snprintf(o->algo_note, sizeof(o->algo_note),
+                 "%s cannot run on this communicator (%s; %d ranks on %d host(s)): %.*s runs "
+                 "instead",
+                 skipped, why, nranks, nhosts, (int)runs_len, runs);
+    } else if (why != NULL) {
+        snprintf(o->algo_note, sizeof(o->algo_note),
+                 "%s cannot run on this communicator (%s; %d ranks on %d host(s)): nothing is "
+                 "forced, the library chooses by cost",
+                 skipped, why, nranks, nhosts);
+    }
+}
+
 /* nccl-tests' NCCL_TESTS_MIN_BW (GB/s): the pass mark of the average busbw; -1 when not set.
  * Returns 0, or -1 after printing why the value is wrong. */
 static int cb_parse_min_bw(cb_opts_t *o)
@@ -933,6 +1016,11 @@ int main(int argc, char **argv)
         }
         coll_finalize();
         return 2;
+    }
+    if (x.o.algo != NULL) {
+        int nhosts = 1;
+        coll_comm_nhosts(x.comm, &nhosts);
+        cb_algo_on_comm(&x.o, x.nranks, nhosts);
     }
     cb_alloc(&x);
     if (x.rank == 0 && cb_out_open(&x.out, &x.o, x.nranks, argc, argv) != 0) {

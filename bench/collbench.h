@@ -138,6 +138,10 @@ typedef struct {
     int              reg; /* -R 1|2: buffers from coll_mem_alloc, registered (coll_comm_register) */
     double           bound_gbs; /* --bound GB/s: print % of the memory-bandwidth bound; 0 off */
     double           min_bw;    /* NCCL_TESTS_MIN_BW in GB/s, or -1 when it is not set */
+    /* -A on this communicator (cb_algo_on_comm): why an entry forcing the collective cannot
+     * run here ("" when none is known), and 1 when no entry for it can: nothing is forced */
+    char algo_note[192];
+    int  algo_none;
 } cb_opts_t;
 
 /* NCCL_TESTS_MIN_BW, as nccl-tests applies it: the average busbw fails below 90% of it. */

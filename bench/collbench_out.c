@@ -57,11 +57,17 @@ static void cb_json_begin(cb_out_t *w, int argc, char **argv)
     }
     fprintf(f, "],\n  \"collective\": \"%s\",\n  \"nccl_name\": \"%s\",\n  \"nranks\": %d,\n",
             o->coll->name, o->coll->nccl_name, w->nranks);
-    fputs("  \"algo\": ", f);
-    if (o->algo != NULL) {
+    fputs("  \"algo\": ", f); /* what -A forces here: null when it forces nothing that runs */
+    if (o->algo != NULL && !o->algo_none) {
         cb_json_str(f, o->algo);
     } else {
         fputs("null", f);
+    }
+    if (o->algo != NULL && o->algo_note[0] != '\0') {
+        fputs(",\n  \"algo_requested\": ", f);
+        cb_json_str(f, o->algo);
+        fputs(",\n  \"algo_note\": ", f);
+        cb_json_str(f, o->algo_note);
     }
     fprintf(f,
             ",\n  \"config\": {\"minimum_bytes\": %zu, \"maximum_bytes\": %zu, \"%s\": %zu, "
@@ -134,7 +140,8 @@ void cb_out_header(const cb_opts_t *o, int library_version)
                o->blocking == 3 ? "; time excludes barrier" : "");
     }
     if (o->algo != NULL) {
-        printf("# Algorithm: COLL_ALGO=%s\n", o->algo);
+        printf("# Algorithm: COLL_ALGO=%s%s%s\n", o->algo, o->algo_note[0] != '\0' ? "; " : "",
+               o->algo_note);
     }
     printf("#\n# Using devices\n");
 }

@@ -5,7 +5,8 @@
 # all-reduce and (n + 1) * algbw for an all-gather, and refuses a bad GBPS; collbench applies
 # NCCL_TESTS_MIN_BW as nccl-tests does, refuses an -A algorithm that cannot run the
 # collective, takes nccl-tests' other options at their defaults and refuses them otherwise,
-# and -T also bounds start-up; bench/compare refuses bad options with exit 2.
+# and -T also bounds start-up; -A hier on one host is reported as not running (header, JSON
+# and the library's warning); bench/compare refuses bad options with exit 2.
 # Exit status: 0 pass, 1 fail, 99 not built.
 set -u
 top_builddir=${top_builddir:-.}
@@ -97,6 +98,26 @@ algo_refused "-A allgather:ring" "-A allgather:ring: forces no algorithm for all
 st=$?
 if [ $st = 0 ] && grep -q '^# Algorithm: COLL_ALGO=tree,bruck$' "$tmp/a"
 then ok "collbench -C allgather -A tree,bruck runs"; else bad "-A tree,bruck (status $st)"; cat "$tmp/a"; fi
+# -A hier on one host cannot run: the header and the JSON say so instead of naming hier, and
+# the library warns (once per collective and algorithm) what runs instead; -A hier,ring names
+# ring as what runs. COLL_ALGO entries that never apply are warned about too.
+"$top_builddir/collrun" -n 2 "$top_builddir/collbench" -A hier -b 64k -e 64k -n 1 -w 0 \
+    -J "$tmp/h.json" >"$tmp/h" 2>&1
+st=$?
+if [ $st = 0 ] && grep -q '^# Algorithm: COLL_ALGO=hier; hier cannot run on this communicator (.*1 host(s)): nothing is forced' "$tmp/h" &&
+    grep -q '"algo": null,' "$tmp/h.json" && grep -q '"algo_requested": "hier",' "$tmp/h.json"
+then ok "collbench -A hier on one host says hier did not run"; else bad "-A hier header/JSON (status $st)"; cat "$tmp/h" "$tmp/h.json"; fi
+if [ "$(grep -c 'COLL_ALGO forces hier for allreduce, but it cannot run' "$tmp/h")" = 2 ]
+then ok "-A hier: the library warns once per rank"; else bad "-A hier: library warning"; cat "$tmp/h"; fi
+"$top_builddir/collrun" -n 2 "$top_builddir/collbench" -A hier,ring -b 64k -e 64k -n 1 -w 0 \
+    >"$tmp/h" 2>&1
+if grep -q '^# Algorithm: COLL_ALGO=hier,ring; hier cannot run .*: ring runs instead$' "$tmp/h" &&
+    grep -q 'COLL_ALGO forces hier for allreduce, but .*; ring runs instead' "$tmp/h"
+then ok "collbench -A hier,ring: ring runs instead"; else bad "-A hier,ring"; cat "$tmp/h"; fi
+COLL_ALGO=allgather:tree,barrier:ring "$top_builddir/collrun" -n 2 "$top_builddir/collbench" \
+    -C allgather -b 1k -e 1k -n 1 -w 0 >"$tmp/h" 2>&1
+if grep -q 'COLL_ALGO forces tree for allgather, but it does not implement allgather' "$tmp/h"
+then ok "COLL_ALGO=allgather:tree warned"; else bad "COLL_ALGO=allgather:tree silent"; cat "$tmp/h"; fi
 # nccl-tests' options at the values that change nothing are accepted; at others they are
 # refused naming the option (collbench's -M host|cuda keeps its meaning; -M 0 is host).
 for a in "-m 1" "--agg_iters 1" "-p 0" "-p 1" "--parallel_init 1" "-y 0" "--stream_null 0" \

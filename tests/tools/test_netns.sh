@@ -64,7 +64,7 @@ job() {
             [ -n "$forced" ] && note=" -- $forced did not run: the cost model chose instead"
             # a forced algorithm that does not run must say so in the debug log
             if [ -n "$must" ] && ! cat "$out"/debug.* |
-                grep -q "override \($coll:\)\{0,1\}$forced cannot run this call"; then
+                grep -q "COLL_ALGO forces $forced for $coll, but"; then
                 why="$forced did not run (ran: $ran) and the log does not say why"
             fi
             ;;
