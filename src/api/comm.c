@@ -388,7 +388,9 @@ static void comm_free(coll_comm_t *comm)
 {
     coll_diag_unregister(comm);
     coll_cuda_comm_destroy(comm);
-    for (int p = 0; comm->eps != NULL && p < comm->nranks; p++) {
+    /* endpoints exist only once transports were picked: a communicator that failed earlier
+     * (perhaps for a huge nranks) has nothing to close */
+    for (int p = 0; comm->eps != NULL && comm->ntp > 0 && p < comm->nranks; p++) {
         if (comm->eps[p] != NULL && comm->eps[p]->ops->ep_close != NULL) {
             comm->eps[p]->ops->ep_close(comm->eps[p]);
         }

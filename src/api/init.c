@@ -4,6 +4,7 @@
  * coll_init/coll_finalize (MPI style, from the launcher's environment) and coll_comm_split.
  */
 #include "api/comm.h"
+#include "bootstrap/wire.h"
 #include "engine/engine.h"
 #include "error.h"
 #include "log.h"
@@ -64,6 +65,11 @@ COLL_API coll_result_t coll_comm_init_rank_config(coll_comm_t **comm_p, int nran
     if (nranks < 1) {
         return coll_set_last_error(COLL_ERR_INVALID_ARG,
                                    "coll_comm_init_rank: nranks is %d, expected >= 1", nranks);
+    }
+    if (nranks > COLL_BOOT_MAX_RANKS) {
+        return coll_set_last_error(COLL_ERR_INVALID_ARG,
+                                   "coll_comm_init_rank: nranks is %d, at most %d are supported",
+                                   nranks, COLL_BOOT_MAX_RANKS);
     }
     if (rank < 0 || rank >= nranks) {
         return coll_set_last_error(COLL_ERR_INVALID_ARG,

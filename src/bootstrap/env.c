@@ -10,6 +10,7 @@
 #include "log.h"
 #include "param.h"
 #include "util.h"
+#include "wire.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -130,12 +131,14 @@ static coll_result_t env_from_torch(coll_env_job_t *job)
     }
     const char *addr = coll_env_get("MASTER_ADDR");
     /* Jobs that share MASTER_ADDR and MASTER_PORT are told apart by what else names the run:
-     * torchrun's --rdzv-id (its default "none" names nothing) and Slurm's job and step. */
+     * torchrun's --rdzv-id (its default "none" names nothing) and Slurm's job and step. Not
+     * WORLD_SIZE: ranks given different sizes must still meet, so that the root can say that
+     * the sizes differ rather than that the secrets do. */
     const char *run   = coll_env_get("TORCHELASTIC_RUN_ID");
     const char *sjob  = coll_env_get("SLURM_JOB_ID");
     const char *sstep = coll_env_get("SLURM_STEP_ID");
     char        ids[600];
-    snprintf(ids, sizeof(ids), "torch:%s:%d:%d:%s:%s:%s", addr ? addr : "", port, job->nranks,
+    snprintf(ids, sizeof(ids), "torch:%s:%d:%s:%s:%s", addr ? addr : "", port,
              run != NULL && strcmp(run, "none") != 0 ? run : "", sjob ? sjob : "",
              sstep ? sstep : "");
     env_secret_derive(ids, job->secret);
@@ -282,6 +285,11 @@ coll_result_t coll_env_discover(coll_env_job_t *job)
         return coll_set_last_error(COLL_ERR_INVALID_ARG,
                                    "%s gave rank %d of %d ranks: expected 0 <= rank < nranks",
                                    job->launcher, job->rank, job->nranks);
+    }
+    if (job->nranks > COLL_BOOT_MAX_RANKS) {
+        return coll_set_last_error(COLL_ERR_INVALID_ARG,
+                                   "%s gave %d ranks: libcoll supports at most %d", job->launcher,
+                                   job->nranks, COLL_BOOT_MAX_RANKS);
     }
     coll_info(INIT, "launched by %s: rank %d of %d", job->launcher, job->rank, job->nranks);
     return COLL_OK;

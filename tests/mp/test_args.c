@@ -87,6 +87,11 @@ static int init_args(void)
     ASSERT_STR_CONTAINS(coll_last_error(), "nranks");
     ASSERT_EQ(coll_comm_init_rank(&comm, 2, id, 2), COLL_ERR_INVALID_ARG);
     ASSERT_STR_CONTAINS(coll_last_error(), "rank is 2");
+    /* more ranks than the bootstrap takes: refused before anything is allocated for them */
+    ASSERT_EQ(coll_comm_init_rank(&comm, 2000000, id, 0), COLL_ERR_INVALID_ARG);
+    ASSERT_STR_CONTAINS(coll_last_error(), "at most 1048576");
+    ASSERT_EQ(coll_comm_init_rank(&comm, 2147483647, id, 0), COLL_ERR_INVALID_ARG);
+    ASSERT_STR_CONTAINS(coll_last_error(), "at most 1048576");
     ASSERT_EQ(coll_comm_init_rank(&comm, 2, id, 0), COLL_ERR_INVALID_ARG);
     ASSERT_STR_CONTAINS(coll_last_error(), "unique id");
     ASSERT_EQ(coll_comm_init_rank(NULL, 2, id, 0), COLL_ERR_INVALID_ARG);

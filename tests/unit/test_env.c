@@ -107,6 +107,16 @@ int main(void)
     setenv("RANK", "0", 1);
     ASSERT_OK(discover(&job2));
     ASSERT_TRUE(memcmp(job.secret, job2.secret, 16) == 0);
+    /* not WORLD_SIZE either: ranks given different sizes meet, and the root names the sizes */
+    setenv("WORLD_SIZE", "3", 1);
+    ASSERT_OK(discover(&job2));
+    ASSERT_TRUE(memcmp(job.secret, job2.secret, 16) == 0);
+    setenv("WORLD_SIZE", "2000000", 1); /* more than the bootstrap takes */
+    ASSERT_EQ(discover(&job2), COLL_ERR_INVALID_ARG);
+    ASSERT_STR_CONTAINS(coll_last_error(), "at most 1048576");
+    setenv("WORLD_SIZE", "2147483647", 1);
+    ASSERT_EQ(discover(&job2), COLL_ERR_INVALID_ARG);
+    setenv("WORLD_SIZE", "2", 1);
     /* a user-given COLL_JOB_SECRET replaces the derived one */
     setenv("COLL_JOB_SECRET", "ffeeddccbbaa99887766554433221100", 1);
     ASSERT_OK(discover(&job2));
