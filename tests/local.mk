@@ -184,3 +184,5 @@ EXTRA_DIST += tests/ctrain/torch_ref.py tests/ctrain/moby_dick_200k.txt
 # bench/membw, collbench --bound and bench/compare's option checks.
 dist_check_SCRIPTS += tests/tools/test_bench_bound.sh
 TESTS += tests/tools/test_bench_bound.sh
+dist_check_SCRIPTS += tests/tools/test_boot_join.sh
+TESTS += tests/tools/test_boot_join.sh

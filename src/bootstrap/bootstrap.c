@@ -205,6 +205,7 @@ coll_result_t coll_bootstrap_connect(const coll_unique_id_t *id, int rank, int n
     char              abuf[80];
     coll_boot_hdr_t   h;
     coll_result_t     st;
+    int               said_hello = 0, welcomed = 0;
     coll_bootstrap_t *bs = coll_calloc(1, sizeof(*bs), "bootstrap");
     if (bs == NULL) {
         return COLL_ERR_NO_MEMORY;
@@ -226,10 +227,13 @@ coll_result_t coll_bootstrap_connect(const coll_unique_id_t *id, int rank, int n
     COLL_CHECK_GOTO(boot_authenticate(bs, &addr, deadline), st, err);
     coll_boot_hello_t hello = {.nranks = nranks, .rank = rank, .comm_nonce = bs->nonce};
     COLL_CHECK_GOTO(boot_send(bs, COLL_BOOT_HELLO, 0, &hello, sizeof(hello), deadline), st, err);
-    do {
-        st = boot_recv(bs, &h, NULL, 0, deadline);
+    said_hello = 1;
+    do { /* past the deadline the root names who is missing: give its answer time to come */
+        st = boot_recv(bs, &h, NULL, 0, deadline + COLL_BOOT_JOIN_GRACE);
         if (st == COLL_ERR_TIMEOUT) {
-            coll_set_last_error(st, "rank %d: not every rank joined within COLL_BOOTSTRAP_TIMEOUT",
+            coll_set_last_error(st,
+                                "rank %d: not every rank joined within COLL_BOOTSTRAP_TIMEOUT, "
+                                "and the bootstrap root did not say which (is it stalled?)",
                                 rank);
             goto err;
         }
@@ -238,6 +242,7 @@ coll_result_t coll_bootstrap_connect(const coll_unique_id_t *id, int rank, int n
             goto err;
         }
     } while (h.type != COLL_BOOT_WELCOME);
+    welcomed = 1;
     COLL_CHECK_GOTO(boot_standby_exchange(bs, deadline), st, err);
     coll_debug(BOOTSTRAP, "rank %d joined the bootstrap at %s", rank,
                coll_sock_str(&addr, abuf, sizeof(abuf)));
@@ -245,10 +250,17 @@ coll_result_t coll_bootstrap_connect(const coll_unique_id_t *id, int rank, int n
     return COLL_OK;
 
 err:
+    if (said_hello && !welcomed) {
+        /* leaving before the welcome is no failure of this rank for the others to hear of */
+        boot_send(bs, COLL_BOOT_BYE, 0, NULL, 0, coll_time_s() + 0.5);
+    }
     if (bs->fd >= 0) {
         close(bs->fd);
     }
     coll_standby_close(&bs->standby);
+    /* A root in this process ends too: after what it is sending now (the others may be
+     * learning why the job failed), rather than with the process, mid-message. */
+    coll_boot_root_join(bs->nonce);
     memset(bs->secret, 0, sizeof(bs->secret));
     coll_free(bs);
     return st;

@@ -29,7 +29,14 @@ void coll_boot_uid_make(const coll_sockaddr_t *addr, const uint8_t secret[16], u
 coll_result_t coll_boot_uid_parse(const coll_unique_id_t *id, coll_sockaddr_t *addr_p,
                                   uint8_t secret[16], uint64_t *nonce_p);
 
-/* Join: connect, say hello, wait until every rank has joined (or deadline). */
+/* Seconds a joining rank waits past its deadline for the root's answer: the root's own join
+ * deadline (counted from the id's creation) passes about when the ranks' do, and its message
+ * names the ranks that never joined, which a rank's own timeout cannot. */
+#define COLL_BOOT_JOIN_GRACE 2.0
+
+/* Join: connect, say hello, wait until every rank has joined (until deadline, plus
+ * COLL_BOOT_JOIN_GRACE for the root's verdict). A rank that gives up before every rank joined
+ * says BYE, so the others do not hear of it as a failure. */
 coll_result_t coll_bootstrap_connect(const coll_unique_id_t *id, int rank, int nranks,
                                      double deadline, coll_bootstrap_t **bs_p);
 /* all receives nranks * len bytes, rank r's contribution at r * len. */

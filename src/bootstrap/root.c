@@ -3,7 +3,9 @@
  * The bootstrap root: one thread per unique id, in the process that created the id. It
  * accepts ranks (validating every header; strays are logged and dropped without disturbing
  * the job), runs gather rounds, relays ABORT, turns a member's disconnect before BYE into a
- * DEATH notice for everyone else, enforces the join deadline, relays REVOKE, runs a shrink
+ * DEATH notice for everyone else, enforces the join deadline (naming the ranks that never
+ * joined), tells a rank it turns away why (and everyone, when the ranks disagree on the number
+ * of ranks), relays REVOKE, runs a shrink
  * (the survivors ask, it waits for every rank still connected or the deadline, starts the root
  * of their new communicator and tells them who they are), and ends after every BYE.
  */
@@ -25,6 +27,11 @@
 #include <unistd.h>
 
 #define ROOT_HELLO_TIMEOUT 10.0 /* a connection must say hello within this */
+#define ROOT_LIST_MAX      8    /* ranks named in the join deadline's message */
+
+/* What the root knows of each rank before the welcome (seen[]). by_rank[] only holds the
+ * connections open now, so it cannot tell a rank that never came from one that left. */
+enum { ROOT_NEVER = 0, ROOT_JOINED, ROOT_LEFT };
 
 typedef struct root_conn {
     int               fd;
@@ -53,10 +60,14 @@ struct coll_boot_root {
     double            shrink_deadline;     /* 0: nobody asked to shrink yet */
     char             *shrunk;              /* the answer, once decided: payload of SHRUNK */
     uint32_t          shrunk_len;
-    int               nranks; /* from the first accepted hello */
+    int               nranks;     /* from the first accepted hello */
+    int               first_rank; /* the rank of that hello */
     root_conn_t     **conns;
     int               nconns;
     root_conn_t     **by_rank;
+    uint8_t          *seen;   /* ROOT_NEVER, ROOT_JOINED or ROOT_LEFT per rank */
+    int               failed; /* the join can no longer succeed: fail_msg is why */
+    char              fail_msg[256];
     int               joined;
     int               byes;
     int               welcomed;
@@ -118,6 +129,10 @@ static void root_drop(coll_boot_root_t *r, int idx)
     root_conn_t *c = r->conns[idx];
     if (c->rank >= 0 && r->by_rank != NULL && r->by_rank[c->rank] == c) {
         r->by_rank[c->rank] = NULL;
+        if (!r->welcomed) { /* its slot is free again: the welcome waits for it */
+            r->seen[c->rank] = ROOT_LEFT;
+            r->joined--;
+        }
     }
     close(c->fd);
     coll_free(c->payload);
@@ -125,23 +140,45 @@ static void root_drop(coll_boot_root_t *r, int idx)
     r->conns[idx] = r->conns[--r->nconns];
 }
 
+/* The job cannot form: every rank joined so far is told why, and so is every later one. */
+static void root_fail(coll_boot_root_t *r, const char *msg, int except)
+{
+    coll_error(BOOTSTRAP, "root: %s", msg);
+    coll_strlcpy(r->fail_msg, msg, sizeof(r->fail_msg));
+    r->failed = 1;
+    root_broadcast(r, COLL_BOOT_ERROR, -1, 0, msg, (uint32_t)strlen(msg) + 1, except);
+}
+
+/* 0: joined; -1: rejected for why; -2: rejected, and the job cannot form (tell everyone). */
 static int root_hello(coll_boot_root_t *r, root_conn_t *c, char *why, size_t whylen)
 {
     coll_boot_hello_t h;
     if (coll_boot_hello_parse(&c->hdr, c->payload, r->nonce, &h, why, whylen) != COLL_OK) {
         return -1;
     }
+    if (r->failed) {
+        coll_strlcpy(why, r->fail_msg, whylen);
+        return -1;
+    }
     if (r->nranks < 0) {
         r->by_rank = coll_calloc((size_t)h.nranks, sizeof(*r->by_rank), "bootstrap ranks");
-        if (r->by_rank == NULL) {
-            snprintf(why, whylen, "out of memory");
+        r->seen    = coll_calloc((size_t)h.nranks, 1, "bootstrap ranks");
+        if (r->by_rank == NULL || r->seen == NULL) {
+            coll_free(r->by_rank);
+            coll_free(r->seen);
+            r->by_rank = NULL;
+            r->seen    = NULL;
+            snprintf(why, whylen, "the bootstrap root is out of memory for %d ranks", h.nranks);
             return -1;
         }
-        r->nranks = h.nranks;
+        r->nranks     = h.nranks;
+        r->first_rank = h.rank;
     } else if (h.nranks != r->nranks) {
-        snprintf(why, whylen, "rank %d says nranks %d, earlier ranks said %d", h.rank, h.nranks,
-                 r->nranks);
-        return -1;
+        snprintf(why, whylen,
+                 "the ranks disagree on the number of ranks: rank %d was given %d, rank %d was "
+                 "given %d (COLL_NRANKS, WORLD_SIZE or coll_comm_init_rank's nranks)",
+                 h.rank, h.nranks, r->first_rank, r->nranks);
+        return -2;
     }
     if (r->by_rank[h.rank] != NULL) {
         snprintf(why, whylen, "rank %d joined twice", h.rank);
@@ -149,6 +186,7 @@ static int root_hello(coll_boot_root_t *r, root_conn_t *c, char *why, size_t why
     }
     c->rank            = h.rank;
     r->by_rank[h.rank] = c;
+    r->seen[h.rank]    = ROOT_JOINED;
     if (++r->joined == r->nranks) {
         root_broadcast(r, COLL_BOOT_WELCOME, -1, 0, NULL, 0, -1);
         r->welcomed = 1;
@@ -253,7 +291,8 @@ static void root_shrink_ask(coll_boot_root_t *r, root_conn_t *c)
     root_shrink_check(r);
 }
 
-static void root_message(coll_boot_root_t *r, root_conn_t *c)
+/* Returns -1 when the connection is to be dropped (a rank that leaves before the welcome). */
+static int root_message(coll_boot_root_t *r, root_conn_t *c)
 {
     switch (c->hdr.type) {
     case COLL_BOOT_GATHER:
@@ -269,6 +308,10 @@ static void root_message(coll_boot_root_t *r, root_conn_t *c)
         root_shrink_ask(r, c);
         break;
     case COLL_BOOT_BYE:
+        if (!r->welcomed) { /* it gave up waiting (its own deadline, or it was told why) */
+            coll_debug(BOOTSTRAP, "root: rank %d left before every rank had joined", c->rank);
+            return -1;
+        }
         c->said_bye = 1;
         root_count_finished(r);
         break;
@@ -276,17 +319,22 @@ static void root_message(coll_boot_root_t *r, root_conn_t *c)
         coll_warn(BOOTSTRAP, "root: unexpected %s from rank %d ignored",
                   coll_boot_type_name(c->hdr.type), c->rank);
     }
+    return 0;
 }
 
 /* Member disconnected: before BYE that is a failure everyone must hear about. */
 static void root_lost(coll_boot_root_t *r, root_conn_t *c, const char *cause)
 {
     char msg[200];
-    if (c->rank < 0 || c->said_bye) {
-        return;
+    if (c->rank < 0 || c->said_bye || (!r->welcomed && r->failed)) {
+        return; /* the job already failed: the others were told why */
     }
     snprintf(msg, sizeof(msg), "rank %d disconnected from the bootstrap without finishing (%s)",
              c->rank, cause);
+    if (!r->welcomed) { /* the job can no longer form: tell later ranks too */
+        root_fail(r, msg, c->rank);
+        return;
+    }
     coll_warn(BOOTSTRAP, "root: %s", msg);
     root_broadcast(r, COLL_BOOT_DEATH, c->rank, 0, msg, (uint32_t)strlen(msg) + 1, c->rank);
     c->said_bye = 1; /* it will never say BYE itself */
@@ -331,7 +379,7 @@ static int root_auth(coll_boot_root_t *r, root_conn_t *c)
 /* Read what is available; returns -1 when the connection must be dropped. */
 static int root_read(coll_boot_root_t *r, root_conn_t *c)
 {
-    char why[200], addr[80];
+    char why[256], addr[80];
     while (!c->authed) {
         int a = root_auth(r, c);
         if (a <= 0) {
@@ -382,13 +430,19 @@ static int root_read(coll_boot_root_t *r, root_conn_t *c)
         }
         c->hdr_got = 0;
         if (c->rank < 0) {
-            if (root_hello(r, c, why, sizeof(why)) != 0) {
+            int joined = root_hello(r, c, why, sizeof(why));
+            if (joined < 0) {
                 coll_warn(BOOTSTRAP, "root: rejected connection from %s: %s",
                           coll_sock_str(&c->from, addr, sizeof(addr)), why);
+                /* it proved the job secret: it may learn why, instead of guessing */
+                root_send(r, c, COLL_BOOT_ERROR, -1, 0, why, (uint32_t)strlen(why) + 1);
+                if (joined == -2) {
+                    root_fail(r, why, -1);
+                }
                 return -1;
             }
-        } else {
-            root_message(r, c);
+        } else if (root_message(r, c) < 0) {
+            return -1;
         }
     }
 }
@@ -432,9 +486,54 @@ static void root_accept(coll_boot_root_t *r)
     }
 }
 
+/* Append " and " / ", " then "rank 3" or "ranks 2, 5, ... (N in all)" for the ranks in state. */
+static void root_list_ranks(const coll_boot_root_t *r, int state, const char *what, char *msg,
+                            size_t len)
+{
+    int    n = 0, shown = 0;
+    size_t o = strlen(msg);
+    for (int i = 0; i < r->nranks; i++) {
+        n += r->seen[i] == state;
+    }
+    if (n == 0 || o >= len) {
+        return;
+    }
+    o += (size_t)snprintf(msg + o, len - o, "%s%s", o > 0 ? "; " : "", n == 1 ? "rank" : "ranks");
+    for (int i = 0; i < r->nranks && shown < ROOT_LIST_MAX && o < len; i++) {
+        if (r->seen[i] == state) {
+            o += (size_t)snprintf(msg + o, len - o, "%s %d", shown++ > 0 ? "," : "", i);
+        }
+    }
+    if (o < len && shown < n) {
+        o += (size_t)snprintf(msg + o, len - o, ", ... (%d in all)", n);
+    }
+    if (o < len) {
+        snprintf(msg + o, len - o, " %s", what);
+    }
+}
+
+/* "ranks 2, 3 never joined; rank 1 left early (only 1 of 4 ranks joined within ...)" */
+static void root_join_timeout_msg(const coll_boot_root_t *r, char *msg, size_t len)
+{
+    size_t o;
+    if (r->nranks < 0) {
+        snprintf(msg, len, "no rank joined within COLL_BOOTSTRAP_TIMEOUT");
+        return;
+    }
+    msg[0] = '\0';
+    root_list_ranks(r, ROOT_NEVER, "never joined", msg, len);
+    root_list_ranks(r, ROOT_LEFT, "joined but left before the others (gave up or failed)", msg,
+                    len);
+    o = strlen(msg);
+    if (o < len) {
+        snprintf(msg + o, len - o, " (%d of %d ranks joined within COLL_BOOTSTRAP_TIMEOUT)",
+                 r->joined, r->nranks);
+    }
+}
+
 static void root_expire(coll_boot_root_t *r)
 {
-    char   msg[200], addr[80];
+    char   msg[256], addr[80];
     double now = coll_time_s();
     root_shrink_check(r);
     for (int i = r->nconns - 1; i >= 0; i--) {
@@ -447,19 +546,10 @@ static void root_expire(coll_boot_root_t *r)
         }
     }
     if (!r->welcomed && now > r->join_deadline) {
-        int missing = r->nranks < 0 ? -1 : 0;
-        for (int i = 0; r->nranks > 0 && i < r->nranks; i++) {
-            if (r->by_rank[i] == NULL) {
-                missing = i;
-                break;
-            }
+        if (!r->failed) {
+            root_join_timeout_msg(r, msg, sizeof(msg));
+            root_fail(r, msg, -1);
         }
-        snprintf(
-            msg, sizeof(msg),
-            "only %d of %d ranks joined within COLL_BOOTSTRAP_TIMEOUT (first missing: rank %d)",
-            r->joined, r->nranks, missing);
-        coll_error(BOOTSTRAP, "root: %s", msg);
-        root_broadcast(r, COLL_BOOT_ERROR, -1, 0, msg, (uint32_t)strlen(msg) + 1, -1);
         r->done = 1;
     }
 }
@@ -606,6 +696,7 @@ void coll_boot_root_join(uint64_t nonce)
     close(r->wake[1]);
     close(r->listen_fd);
     coll_free(r->by_rank);
+    coll_free(r->seen);
     coll_free(r->shrunk);
     coll_free(r->gather_buf);
     coll_free(r->conns);
