@@ -170,8 +170,8 @@ static void split_tell_failed(coll_comm_t *comm, coll_result_t st, const char *w
         atomic_exchange(&comm->told_failed, 1) != 0) {
         return;
     }
-    char reason[640];
-    snprintf(reason, sizeof(reason), "%s; it left coll_comm_split", why);
+    char reason[500]; /* a notice's text is at most 511 bytes: cut, never refused */
+    snprintf(reason, sizeof(reason), "%.470s; it left coll_comm_split", why);
     coll_bootstrap_failed(comm->bs, reason);
 }
 

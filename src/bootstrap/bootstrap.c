@@ -233,7 +233,8 @@ coll_result_t coll_bootstrap_connect(const coll_unique_id_t *id, int rank, int n
         if (st == COLL_ERR_TIMEOUT) {
             coll_set_last_error(st,
                                 "rank %d: not every rank joined within COLL_BOOTSTRAP_TIMEOUT, "
-                                "and the bootstrap root did not say which (is it stalled?)",
+                                "and the bootstrap root did not say which (it started later "
+                                "than this rank, or it is stalled)",
                                 rank);
             goto err;
         }

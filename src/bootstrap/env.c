@@ -130,17 +130,15 @@ static coll_result_t env_from_torch(coll_env_job_t *job)
         port += (int)coll_param_int(COLL_P_BOOTSTRAP_PORT_OFFSET);
     }
     const char *addr = coll_env_get("MASTER_ADDR");
-    /* Jobs that share MASTER_ADDR and MASTER_PORT are told apart by what else names the run:
-     * torchrun's --rdzv-id (its default "none" names nothing) and Slurm's job and step. Not
+    /* Jobs that share MASTER_ADDR and MASTER_PORT are told apart by torchrun's --rdzv-id (its
+     * default "none" names nothing), which every node of a run is given. Not Slurm's ids: the
+     * nodes of one run may be started by separate srun steps, or some outside srun. Not
      * WORLD_SIZE: ranks given different sizes must still meet, so that the root can say that
      * the sizes differ rather than that the secrets do. */
-    const char *run   = coll_env_get("TORCHELASTIC_RUN_ID");
-    const char *sjob  = coll_env_get("SLURM_JOB_ID");
-    const char *sstep = coll_env_get("SLURM_STEP_ID");
+    const char *run = coll_env_get("TORCHELASTIC_RUN_ID");
     char        ids[600];
-    snprintf(ids, sizeof(ids), "torch:%s:%d:%s:%s:%s", addr ? addr : "", port,
-             run != NULL && strcmp(run, "none") != 0 ? run : "", sjob ? sjob : "",
-             sstep ? sstep : "");
+    snprintf(ids, sizeof(ids), "torch:%s:%d:%s", addr ? addr : "", port,
+             run != NULL && strcmp(run, "none") != 0 ? run : "");
     env_secret_derive(ids, job->secret);
     job->launcher = "torchrun";
     return env_root(job, addr, port, "torchrun (RANK/WORLD_SIZE)");
@@ -209,25 +207,34 @@ static coll_result_t env_from_mpi(coll_env_job_t *job, const char *rank_var, con
     return env_root(job, "127.0.0.1", port, name);
 }
 
+static int env_has(const char *name)
+{
+    const char *v = coll_env_get(name);
+    return v != NULL && v[0] != '\0';
+}
+
 /* A launcher's variables half there (one of a pair, or a value that is no count) are a broken
- * launch, not a plain one-rank run: say which. */
+ * launch, not a plain one-rank run: say which. RANK or WORLD_SIZE alone beside another
+ * launcher's variables is a leftover, and that launcher runs the job. */
 static coll_result_t env_check_partial(void)
 {
+    int other = env_has("OMPI_COMM_WORLD_RANK") || env_has("PMI_RANK") || env_has("SLURM_PROCID");
     static const struct {
         const char *a, *b, *who;
     } pairs[] = {{"COLL_RANK", "COLL_NRANKS", "collrun sets"},
                  {"RANK", "WORLD_SIZE", "torchrun and torch.distributed's env:// set"}};
     for (size_t i = 0; i < sizeof(pairs) / sizeof(pairs[0]); i++) {
-        const char *va = coll_env_get(pairs[i].a), *vb = coll_env_get(pairs[i].b);
-        if ((va != NULL) != (vb != NULL)) {
+        int ha = env_has(pairs[i].a), hb = env_has(pairs[i].b);
+        if (ha != hb && (i == 0 || !other)) {
             return coll_set_last_error(COLL_ERR_INVALID_ARG, "%s is set but %s is not (%s both)",
-                                       va != NULL ? pairs[i].a : pairs[i].b,
-                                       va != NULL ? pairs[i].b : pairs[i].a, pairs[i].who);
+                                       ha ? pairs[i].a : pairs[i].b, ha ? pairs[i].b : pairs[i].a,
+                                       pairs[i].who);
         }
     }
     const char *r = coll_env_get("COLL_RANK"), *n = coll_env_get("COLL_NRANKS");
     long        rv = coll_param_int(COLL_P_RANK), nv = coll_param_int(COLL_P_NRANKS);
-    if (r != NULL && n != NULL && (rv < 0 || nv < 1 || rv >= nv || nv > INT_MAX)) {
+    if (env_has("COLL_RANK") && env_has("COLL_NRANKS") &&
+        (rv < 0 || nv < 1 || rv >= nv || nv > INT_MAX)) {
         return coll_set_last_error(COLL_ERR_INVALID_ARG,
                                    "COLL_RANK '%s' and COLL_NRANKS '%s': expected integers with "
                                    "0 <= COLL_RANK < COLL_NRANKS",

@@ -219,6 +219,7 @@ int main(void)
     env_clear();
 
     /* Open MPI on one host */
+    setenv("RANK", "3", 1); /* a leftover beside another launcher's variables: ignored */
     setenv("OMPI_COMM_WORLD_RANK", "1", 1);
     setenv("OMPI_COMM_WORLD_SIZE", "3", 1);
     setenv("OMPI_MCA_ess_base_jobid", "4242", 1);
