@@ -326,15 +326,60 @@ static int cb_list_has(const char *list, const char *name, size_t len)
     return 0;
 }
 
-/* The library's algorithm called name (len bytes) into *a_p; 0, or -1 after saying that the
- * library has none (spec: the whole -A value). */
-static int cb_algo_find(const char *spec, const char *name, size_t len, coll_algo_info_t *a_p)
+/* One entry of -A (COLL_ALGO's syntax): "algo" or "coll:algo", white space trimmed; coll is
+ * NULL in the first form. */
+typedef struct {
+    const char *coll, *name;
+    size_t      clen, len;
+} cb_algo_entry_t;
+
+/* The entry at *p, moving *p past it; 0 at the end of the list. */
+static int cb_algo_next(const char **p, cb_algo_entry_t *e)
+{
+    if (**p == '\0') {
+        return 0;
+    }
+    size_t      len   = strcspn(*p, ",");
+    const char *colon = memchr(*p, ':', len);
+    e->coll           = NULL;
+    e->clen           = 0;
+    e->name           = *p;
+    e->len            = len;
+    if (colon != NULL) {
+        e->coll = *p;
+        e->clen = (size_t)(colon - *p);
+        e->name = colon + 1;
+        e->len  = len - e->clen - 1;
+        cb_trim(&e->coll, &e->clen);
+    }
+    cb_trim(&e->name, &e->len);
+    *p += len + ((*p)[len] == ',');
+    return 1;
+}
+
+/* An empty entry or "auto": no choice, the library picks by cost. */
+static int cb_algo_entry_auto(const cb_algo_entry_t *e)
+{
+    return e->len == 0 || (e->len == 4 && strncmp(e->name, "auto", 4) == 0);
+}
+
+/* The library's algorithm called name (len bytes) into *a_p: 0, or -1 when it has none. */
+static int cb_algo_lookup(const char *name, size_t len, coll_algo_info_t *a_p)
 {
     for (int i = 0; i < coll_algo_count(); i++) {
         if (coll_algo_get(i, a_p) == COLL_OK && strlen(a_p->name) == len &&
             strncmp(a_p->name, name, len) == 0) {
             return 0;
         }
+    }
+    return -1;
+}
+
+/* cb_algo_lookup, saying that the library has none (spec: the whole -A value). */
+static int cb_algo_find(const char *spec, const char *name, size_t len, coll_algo_info_t *a_p)
+{
+    if (cb_algo_lookup(name, len, a_p) == 0) {
+        return 0;
     }
     fprintf(stderr, "collbench: -A %s: libcoll has no algorithm %.*s; it has", spec, (int)len,
             name);
@@ -360,36 +405,26 @@ static int cb_check_algo(const cb_opts_t *o)
     coll_algo_info_t miss = {NULL, NULL, NULL}; /* the first entry "algo" that lacks coll */
     const char      *p = o->algo, *coll = o->coll->name;
     int              forced = 0, found = 0;
+    cb_algo_entry_t  e;
 
-    while (*p != '\0') {
-        size_t      len = strcspn(p, ","), clen = 0;
-        const char *name = p, *c = p, *colon = memchr(p, ':', len);
-
-        p += len + (p[len] == ',');
-        if (colon != NULL) {
-            clen = (size_t)(colon - c);
-            name = colon + 1;
-            len -= clen + 1;
-            cb_trim(&c, &clen);
+    while (cb_algo_next(&p, &e)) {
+        if (cb_algo_entry_auto(&e)) {
+            continue;
         }
-        cb_trim(&name, &len);
-        if (len == 0 || (len == 4 && strncmp(name, "auto", 4) == 0)) {
-            continue; /* no choice: the library picks by cost */
-        }
-        if (cb_algo_find(o->algo, name, len, &a) != 0) {
+        if (cb_algo_find(o->algo, e.name, e.len, &a) != 0) {
             return -1;
         }
-        if (colon != NULL && !cb_list_has(a.colls, c, clen)) {
+        if (e.coll != NULL && !cb_list_has(a.colls, e.coll, e.clen)) {
             fprintf(stderr,
                     "collbench: -A %s: algorithm %s does not implement %.*s (it implements %s)\n",
-                    o->algo, a.name, (int)clen, c, a.colls);
+                    o->algo, a.name, (int)e.clen, e.coll, a.colls);
             return -1;
         }
         forced++;
-        if (colon == NULL ? cb_list_has(a.colls, coll, strlen(coll))
-                          : clen == strlen(coll) && strncmp(c, coll, clen) == 0) {
+        if (e.coll == NULL ? cb_list_has(a.colls, coll, strlen(coll))
+                           : e.clen == strlen(coll) && strncmp(e.coll, coll, e.clen) == 0) {
             found = 1;
-        } else if (colon == NULL && miss.name == NULL) {
+        } else if (e.coll == NULL && miss.name == NULL) {
             miss = a;
         }
     }
@@ -435,43 +470,27 @@ static void cb_algo_on_comm(cb_opts_t *o, int nranks, int nhosts)
     char             skipped[64] = "";
     size_t           runs_len    = 0;
     coll_algo_info_t a;
+    cb_algo_entry_t  e;
 
     for (int pass = 0; pass < 2 && runs == NULL; pass++) {
-        for (const char *p = o->algo; *p != '\0' && runs == NULL;) {
-            size_t      len = strcspn(p, ","), clen = 0;
-            const char *name = p, *c = p, *colon = memchr(p, ':', len), *no;
-
-            p += len + (p[len] == ',');
-            if (colon != NULL) {
-                clen = (size_t)(colon - c);
-                name = colon + 1;
-                len -= clen + 1;
-                cb_trim(&c, &clen);
-            }
-            cb_trim(&name, &len);
-            if ((pass == 0) != (colon != NULL) || len == 0 ||
-                (len == 4 && strncmp(name, "auto", 4) == 0) ||
-                (colon != NULL && (clen != strlen(coll) || strncmp(c, coll, clen) != 0))) {
+        for (const char *p = o->algo; runs == NULL && cb_algo_next(&p, &e);) {
+            if ((pass == 0) != (e.coll != NULL) || cb_algo_entry_auto(&e) ||
+                (e.coll != NULL &&
+                 (e.clen != strlen(coll) || strncmp(e.coll, coll, e.clen) != 0))) {
                 continue;
             }
-            if (colon == NULL) { /* a generic entry counts for the collectives it implements */
-                int i = 0;
-                while (i < coll_algo_count() &&
-                       (coll_algo_get(i, &a) != COLL_OK || strlen(a.name) != len ||
-                        strncmp(a.name, name, len) != 0)) {
-                    i++;
-                }
-                if (i == coll_algo_count() || !cb_list_has(a.colls, coll, strlen(coll))) {
-                    continue;
-                }
+            /* a generic entry counts for the collectives it implements */
+            if (e.coll == NULL && (cb_algo_lookup(e.name, e.len, &a) != 0 ||
+                                   !cb_list_has(a.colls, coll, strlen(coll)))) {
+                continue;
             }
-            no = cb_algo_cannot(name, len, nranks, nhosts);
+            const char *no = cb_algo_cannot(e.name, e.len, nranks, nhosts);
             if (no == NULL) {
-                runs     = name;
-                runs_len = len;
+                runs     = e.name;
+                runs_len = e.len;
             } else if (why == NULL) {
                 why = no;
-                snprintf(skipped, sizeof(skipped), "%.*s", (int)len, name);
+                snprintf(skipped, sizeof(skipped), "%.*s", (int)e.len, e.name);
             }
         }
     }
