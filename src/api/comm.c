@@ -226,21 +226,18 @@ static void comm_tp_names(uint32_t mask, char *buf, size_t len)
 static void comm_check_transport_list(const char *want)
 {
     static atomic_int warned;
-    char              list[256], *save = NULL;
-    coll_strlcpy(list, want, sizeof(list));
+    const char       *names = want + (want[0] == '^'); /* an excluded name must exist too */
+    int               exact = names[0] == '=';
+    char              list[256], one[64], *save = NULL;
+    coll_strlcpy(list, names + exact, sizeof(list));
     for (char *e = strtok_r(list, ",", &save); e != NULL; e = strtok_r(NULL, ",", &save)) {
-        int exact = 0, found = 0;
-        e += *e == '^';
-        if (*e == '=') {
-            exact = 1;
-            e++;
-        }
+        int found = 0;
+        snprintf(one, sizeof(one), "%s%s", exact ? "=" : "", e); /* the selection's own rule */
         for (int i = 0; i < coll_tp_registry_count() && !found; i++) {
             const coll_transport_ops_t *t = coll_tp_registry_get(i);
-            found                         = t != NULL &&
-                    (exact ? strcmp(t->name, e) == 0 : strncmp(t->name, e, strlen(e)) == 0);
+            found                         = t != NULL && coll_sock_ifname_match(one, t->name);
         }
-        if (!found && e[0] != '\0' && atomic_exchange(&warned, 1) == 0) {
+        if (!found && atomic_exchange(&warned, 1) == 0) {
             coll_warn(INIT, "COLL_TRANSPORT=%s: '%s' names no transport (collinfo -t lists them)",
                       want, e);
         }
