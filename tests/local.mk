@@ -162,7 +162,7 @@ TESTS += tests/docs/check-getenv.sh tests/docs/check-format.sh tests/tools/test_
     tests/mp/test_multihost.sh tests/tools/test_netns.sh tests/tools/test_collinfo.sh \
     tests/tools/test_nic_netns.sh tests/tools/test_topo_comm.sh tests/tools/test_doctor.sh
 # Sourced by test_netns.sh and bench/{algo,train}_sweep.sh: hosts as network namespaces.
-EXTRA_DIST += tests/tools/netns_lib.sh
+EXTRA_DIST += tests/tools/netns_lib.sh tests/tools/ports_lib.sh
 # Machines as hwloc XML, for collinfo topo and the topology tests (COLL_TOPO_FILE replays them).
 EXTRA_DIST += tests/topologies/synthetic_2s8g4n.xml tests/topologies/synthetic_dgx.xml \
     tests/topologies/synthetic_quadnuma.xml

@@ -12,29 +12,8 @@ pass=0
 fail=0
 tmp=$(mktemp -d /tmp/collboot.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT INT TERM
-# Six ports in a row below the kernel's ephemeral range that can be bound now (as
-# test_launchers.sh does), one pair per case, so that no case meets another's TIME_WAIT.
-ports_free() {
-    command -v python3 >/dev/null 2>&1 || return 0
-    python3 -c 'import socket, sys
-for p in sys.argv[1:]:
-    s = socket.socket()
-    s.bind(("", int(p)))
-    s.close()' "$@" 2>/dev/null
-}
-free_ports() { # prints the first
-    _lo=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null)
-    case $_lo in '' | *[!0-9]*) _lo=32768 ;; esac
-    [ "$_lo" -gt 21000 ] || _lo=60000
-    _p=$((20000 + $$ % (_lo - 20007)))
-    _n=0
-    while [ $_n -lt 200 ] && ! ports_free $(seq "$_p" $((_p + 5))); do
-        _p=$((_p + 6))
-        [ $_p -lt $((_lo - 6)) ] || _p=20000
-        _n=$((_n + 1))
-    done
-    echo "$_p"
-}
+# shellcheck source=tests/tools/ports_lib.sh
+. "$(dirname "$0")/ports_lib.sh"
 expect() { # name file status pattern...: a non-zero status and every pattern in the file
     _name=$1; _f=$2; _st=$3; shift 3
     _ok=1
@@ -52,28 +31,28 @@ run_rank() { # out-file env...: collbench with the environment given, bounded in
     _out=$1; shift
     env COLL_BOOTSTRAP_TIMEOUT=3 "$@" timeout 60 "$bench" -b 4 -e 4 >"$_out" 2>&1
 }
+run_pair() { # name env-of-rank-0 env-of-rank-1: both at once into $tmp/name0, name1; s0, s1
+    # shellcheck disable=SC2086 # the environments are lists of words
+    run_rank "$tmp/${1}0" $2 &
+    _p0=$!
+    # shellcheck disable=SC2086
+    run_rank "$tmp/${1}1" $3 &
+    _p1=$!
+    wait $_p0; s0=$?
+    wait $_p1; s1=$?
+}
 sizes="the ranks disagree on the number of ranks"
-P=$(free_ports)
+P=$(free_ports 6) # one pair per case, so that no case meets another's TIME_WAIT
 
 # ---- COLL_NRANKS 2 and 3 under one secret: both learn the two sizes ----
 C="COLL_ROOT_ADDR=127.0.0.1:$P COLL_JOB_SECRET=00112233445566778899aabbccddeeff"
-run_rank "$tmp/n0" $C COLL_RANK=0 COLL_NRANKS=2 &
-p0=$!
-run_rank "$tmp/n1" $C COLL_RANK=1 COLL_NRANKS=3 &
-p1=$!
-wait $p0; s0=$?
-wait $p1; s1=$?
+run_pair n "$C COLL_RANK=0 COLL_NRANKS=2" "$C COLL_RANK=1 COLL_NRANKS=3"
 expect "COLL_NRANKS 2 vs 3: rank 0 told" "$tmp/n0" $s0 "$sizes" "given 2" "given 3"
 expect "COLL_NRANKS 2 vs 3: rank 1 told" "$tmp/n1" $s1 "$sizes" "given 2" "given 3"
 
 # ---- WORLD_SIZE 2 and 3 (torchrun variables): the sizes, not the secret, are blamed ----
 T="MASTER_ADDR=127.0.0.1 MASTER_PORT=$((P + 1))" # rank 0 listens on MASTER_PORT + 1
-run_rank "$tmp/w0" $T RANK=0 WORLD_SIZE=2 &
-p0=$!
-run_rank "$tmp/w1" $T RANK=1 WORLD_SIZE=3 &
-p1=$!
-wait $p0; s0=$?
-wait $p1; s1=$?
+run_pair w "$T RANK=0 WORLD_SIZE=2" "$T RANK=1 WORLD_SIZE=3"
 expect "WORLD_SIZE 2 vs 3: rank 0 told" "$tmp/w0" $s0 "$sizes"
 expect "WORLD_SIZE 2 vs 3: rank 1 told" "$tmp/w1" $s1 "$sizes"
 

@@ -11,33 +11,10 @@ fail=0
 skip=0
 tmp=$(mktemp -d /tmp/colllaunch.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT INT TERM
-# Can ports $@ be bound on every address? Without SO_REUSEADDR a bind also fails where a
-# connection in TIME_WAIT holds the port. (Without python3: assume so.)
-ports_free() {
-    command -v python3 >/dev/null 2>&1 || return 0
-    python3 -c 'import socket, sys
-for p in sys.argv[1:]:
-    s = socket.socket()
-    s.bind(("", int(p)))
-    s.close()' "$@" 2>/dev/null
-}
-# A MASTER_PORT for torchrun-style variables. Rank 0 listens on MASTER_PORT + 1
-# (COLL_BOOTSTRAP_PORT_OFFSET), only once it runs: both must be free, and below the kernel's
-# ephemeral range (net.ipv4.ip_local_port_range), where no outgoing connection of the tests
-# running beside this one can take them in the meantime.
-free_port() {
-    _lo=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null)
-    case $_lo in '' | *[!0-9]*) _lo=32768 ;; esac
-    [ "$_lo" -gt 21000 ] || _lo=60000
-    _p=$((20000 + $$ % (_lo - 20001)))
-    _n=0
-    while [ $_n -lt 200 ] && ! ports_free "$_p" $((_p + 1)); do
-        _p=$((_p + 1))
-        [ $_p -lt $((_lo - 1)) ] || _p=20000
-        _n=$((_n + 1))
-    done
-    echo "$_p"
-}
+# shellcheck source=tests/tools/ports_lib.sh
+. "$(dirname "$0")/ports_lib.sh"
+# A MASTER_PORT for torchrun-style variables: rank 0 listens on MASTER_PORT + 1
+# (COLL_BOOTSTRAP_PORT_OFFSET), only once it runs, so both must be free.
 check() { # name status logfile
     if [ "$2" -eq 0 ] && grep -q "Out of bounds values : 0 OK" "$3"; then
         pass=$((pass + 1)); echo "PASS: $1"
@@ -59,7 +36,7 @@ launch() { # name n setvars-function
     cat "$tmp/$name".* >"$tmp/$name.all"
     check "$name" "$st" "$tmp/$name.all"
 }
-MPORT=$(free_port)
+MPORT=$(free_ports 2)
 torch_vars() { export RANK=$1 WORLD_SIZE=3 LOCAL_RANK=$1 LOCAL_WORLD_SIZE=3 MASTER_ADDR=127.0.0.1 MASTER_PORT=$MPORT; }
 launch torchrun-env 3 torch_vars
 SJOB=$(( $$ % 100000 ))
