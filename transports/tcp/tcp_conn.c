@@ -6,6 +6,8 @@
  * a hello; the acceptor checks the response (before parsing anything else) and the hello, and
  * answers with its own proof and an ack, which the connector checks in turn. One poll() loop serves
  * both roles until the deadline; strays and garbage are logged and dropped. No data is moved here.
+ * Past ~800 lines because both sides' state machines, the handshake and the setup's failure
+ * handling (deadline, the job's notices, peers refusing) act on one poll set and one state.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE 1 /* accept4() */
