@@ -94,6 +94,26 @@ static coll_result_t env_root(coll_env_job_t *job, const char *host, int port, c
     return COLL_OK;
 }
 
+/* The root's port from MASTER_PORT (mp, as read): plus COLL_BOOTSTRAP_PORT_OFFSET, both
+ * checked to be ports. */
+static coll_result_t env_offset_port(int mp, int *port_out)
+{
+    int64_t off = coll_param_int(COLL_P_BOOTSTRAP_PORT_OFFSET);
+    if (mp < 1 || mp > 65535) {
+        return coll_set_last_error(COLL_ERR_INVALID_ARG,
+                                   "MASTER_PORT '%s' is not a port number (1-65535)",
+                                   coll_env_get("MASTER_PORT"));
+    }
+    if ((int64_t)mp + off < 1 || (int64_t)mp + off > 65535) {
+        return coll_set_last_error(COLL_ERR_INVALID_ARG,
+                                   "MASTER_PORT %d + COLL_BOOTSTRAP_PORT_OFFSET %lld = %lld is "
+                                   "not a port number (1-65535)",
+                                   mp, (long long)off, (long long)mp + (long long)off);
+    }
+    *port_out = mp + (int)off;
+    return COLL_OK;
+}
+
 /* First host of a Slurm node list: "node[01-04,07],gpu3" -> "node01". */
 static void env_first_slurm_host(const char *list, char *out, size_t len)
 {
@@ -121,13 +141,13 @@ static coll_result_t env_from_torch(coll_env_job_t *job)
     env_int("LOCAL_RANK", &job->local_rank);
     env_int("LOCAL_WORLD_SIZE", &job->local_nranks);
     int pst = env_int("MASTER_PORT", &port);
-    if (pst < 0 || (pst == 1 && (port < 1 || port > 65535))) {
+    if (pst < 0) {
         return coll_set_last_error(COLL_ERR_INVALID_ARG,
                                    "MASTER_PORT '%s' is not a port number (1-65535)",
                                    coll_env_get("MASTER_PORT"));
     }
     if (pst == 1) {
-        port += (int)coll_param_int(COLL_P_BOOTSTRAP_PORT_OFFSET);
+        COLL_CHECK(env_offset_port(port, &port));
     }
     const char *addr = coll_env_get("MASTER_ADDR");
     /* Jobs that share MASTER_ADDR and MASTER_PORT are told apart by torchrun's --rdzv-id (its
@@ -168,7 +188,8 @@ static coll_result_t env_from_slurm(coll_env_job_t *job)
     const char *ma = coll_env_get("MASTER_ADDR");
     int         mp = 0;
     if (ma != NULL && env_int("MASTER_PORT", &mp) == 1) {
-        return env_root(job, ma, mp + (int)coll_param_int(COLL_P_BOOTSTRAP_PORT_OFFSET), "slurm");
+        COLL_CHECK(env_offset_port(mp, &mp));
+        return env_root(job, ma, mp, "slurm");
     }
     return env_root(job, host[0] != '\0' ? host : NULL, port, "slurm (SLURM_PROCID)");
 }
@@ -200,7 +221,8 @@ static coll_result_t env_from_mpi(coll_env_job_t *job, const char *rank_var, con
     env_secret_derive(ids, job->secret);
     job->launcher = name;
     if (ma != NULL && env_int("MASTER_PORT", &mp) == 1) {
-        return env_root(job, ma, mp + (int)coll_param_int(COLL_P_BOOTSTRAP_PORT_OFFSET), name);
+        COLL_CHECK(env_offset_port(mp, &mp));
+        return env_root(job, ma, mp, name);
     }
     /* one host: the root is local, on a port derived from the job id */
     int port = (int)(ENV_PORT_BASE + coll_hash_bytes(ids, strlen(ids), 7) % ENV_PORT_SPAN);

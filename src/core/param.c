@@ -70,7 +70,7 @@ static const char *const param_type_names[] = {"int",  "size", "bool",  "time",
                                                "enum", "list", "string"};
 
 static const char *const param_expected[] = {
-    [PARAM_T_INT]  = "a decimal integer",
+    [PARAM_T_INT]  = "a decimal integer from -2147483648 to 2147483647",
     [PARAM_T_SIZE] = "a size such as 4096, 64k, 1m or 2g",
     [PARAM_T_BOOL] = "y/n, yes/no, 1/0, true/false or on/off",
     [PARAM_T_TIME] = "a time such as 30, 1.5s, 500ms, 20us, 2m or 1h",
@@ -258,6 +258,22 @@ static int param_parse(const param_row_t *row, const char *text, param_value_t *
         return 0;
     }
     return -1;
+}
+
+/* Values that parse but that the library cannot use: an INT must fit an int (its users cast
+ * it), and a deadline of 0 would fail every wait at once. NULL when val is usable, else what
+ * was expected. */
+static const char *param_unusable(int id, const param_value_t *val)
+{
+    const param_row_t *row = &param_rows[id];
+
+    if (row->type == PARAM_T_INT && (val->v.i < INT_MIN || val->v.i > INT_MAX)) {
+        return param_expected[PARAM_T_INT];
+    }
+    if ((id == COLL_P_TIMEOUT || id == COLL_P_BOOTSTRAP_TIMEOUT) && !(val->v.time > 0.0)) {
+        return "a time above 0 (there is no 'no deadline')";
+    }
+    return NULL;
 }
 
 /* ---- messages queued during resolution ---- */
@@ -449,15 +465,19 @@ static void param_resolve_one(int id, const char *file_val)
         val->src = PARAM_SRC_FILE;
     }
     if (val->src != PARAM_SRC_DEFAULT) {
-        from = (val->src == PARAM_SRC_ENV) ? "environment" : param_conf_source;
-        from = (from != NULL) ? from : "config file";
-        if (param_parse(row, text, val) != 0) {
+        from                 = (val->src == PARAM_SRC_ENV) ? "environment" : param_conf_source;
+        from                 = (from != NULL) ? from : "config file";
+        const char *unusable = NULL;
+        if (param_parse(row, text, val) != 0 || (unusable = param_unusable(id, val)) != NULL) {
             param_note(COLL_LOG_WARN,
                        "invalid value \"%s\" for %s from %s: expected %s%s; "
                        "using the default %s",
                        param_is_secret(row) ? PARAM_HIDDEN : text, row->name, from,
-                       row->type == PARAM_T_ENUM ? "one of " : param_expected[row->type],
-                       row->type == PARAM_T_ENUM ? row->choices : "", row->deflt);
+                       unusable != NULL            ? unusable
+                       : row->type == PARAM_T_ENUM ? "one of "
+                                                   : param_expected[row->type],
+                       row->type == PARAM_T_ENUM && unusable == NULL ? row->choices : "",
+                       row->deflt);
             val->src = PARAM_SRC_DEFAULT;
         } else {
             param_note(COLL_LOG_INFO, "%s set by %s to %s", row->name, from,

@@ -169,6 +169,14 @@ int main(void)
     setenv("MASTER_PORT", "abc", 1);
     ASSERT_EQ(discover(&job), COLL_ERR_INVALID_ARG);
     ASSERT_STR_CONTAINS(coll_last_error(), "MASTER_PORT 'abc'");
+    /* the root's port is MASTER_PORT + COLL_BOOTSTRAP_PORT_OFFSET: past 65535 it named port 0
+     * (torchrun) or wrapped (Slurm, MPI) */
+    setenv("MASTER_PORT", "65535", 1);
+    ASSERT_EQ(discover(&job), COLL_ERR_INVALID_ARG);
+    ASSERT_STR_CONTAINS(coll_last_error(), "MASTER_PORT 65535 + COLL_BOOTSTRAP_PORT_OFFSET 1");
+    setenv("COLL_BOOTSTRAP_PORT_OFFSET", "-1", 1);
+    ASSERT_OK(discover(&job));
+    unsetenv("COLL_BOOTSTRAP_PORT_OFFSET");
     /* two torchrun jobs on one address and port: their run ids keep them apart ("none", the
      * default, names nothing) */
     setenv("MASTER_PORT", "29500", 1);

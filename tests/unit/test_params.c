@@ -251,13 +251,22 @@ static void test_env_invalid(void)
     setenv("COLL_CHUNK_SIZE", "12q", 1);
     setenv("COLL_TIMEOUT", "soon", 1);
     setenv("COLL_DEBUG", "verbose", 1);
+    setenv("COLL_BOOTSTRAP_PORT_OFFSET", "4294967297", 1); /* parses, but past an int */
+    setenv("COLL_BOOTSTRAP_TIMEOUT", "0", 1);              /* parses, but no deadline */
     char *log = test_reload();
     ASSERT_EQ(coll_param_int(COLL_P_TCP_NSOCKS), 2);
     ASSERT_EQ(coll_param_size(COLL_P_CHUNK_SIZE), 256 * 1024);
     ASSERT_TRUE(fabs(coll_param_time(COLL_P_TIMEOUT) - 300.0) < 1e-9);
     ASSERT_EQ(coll_param_enum(COLL_P_DEBUG), COLL_LOG_WARN);
     ASSERT_EQ(coll_param_is_set(COLL_P_TCP_NSOCKS), 0);
-    ASSERT_EQ(test_count(log, " WARN ENV "), 4);
+    ASSERT_EQ(coll_param_int(COLL_P_BOOTSTRAP_PORT_OFFSET), 1);
+    ASSERT_TRUE(fabs(coll_param_time(COLL_P_BOOTSTRAP_TIMEOUT) - 120.0) < 1e-9);
+    ASSERT_EQ(test_count(log, " WARN ENV "), 6);
+    ASSERT_STR_CONTAINS(log, "\"4294967297\" for COLL_BOOTSTRAP_PORT_OFFSET from environment: "
+                             "expected a decimal integer from -2147483648 to 2147483647; using "
+                             "the default 1");
+    ASSERT_STR_CONTAINS(log, "\"0\" for COLL_BOOTSTRAP_TIMEOUT from environment: expected a "
+                             "time above 0");
     ASSERT_STR_CONTAINS(log, "\"four\" for COLL_TCP_NSOCKS from environment: expected a decimal");
     ASSERT_STR_CONTAINS(log, "\"12q\" for COLL_CHUNK_SIZE");
     ASSERT_STR_CONTAINS(log, "\"soon\" for COLL_TIMEOUT");
@@ -269,6 +278,8 @@ static void test_env_invalid(void)
     unsetenv("COLL_TCP_NSOCKS");
     unsetenv("COLL_CHUNK_SIZE");
     unsetenv("COLL_TIMEOUT");
+    unsetenv("COLL_BOOTSTRAP_PORT_OFFSET");
+    unsetenv("COLL_BOOTSTRAP_TIMEOUT");
 }
 
 static void test_unknown_env(void)
