@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <sys/socket.h>
 #include <string.h>
@@ -32,6 +33,9 @@ struct coll_bootstrap {
     coll_result_t  failed;
     char           fail_msg[256];
     coll_standby_t standby; /* for a shrink after the root died */
+    /* One message at a time on fd: coll_comm_abort (ABORT, any thread) may send while the
+     * communicator's thread sends a round or a FAILED notice. */
+    pthread_mutex_t send_lock;
 };
 
 static coll_result_t boot_fail(coll_bootstrap_t *bs, coll_result_t st, const char *fmt, ...)
@@ -54,10 +58,21 @@ static coll_result_t boot_send(coll_bootstrap_t *bs, coll_boot_type_t type, uint
                                const void *payload, uint32_t len, double deadline)
 {
     coll_boot_hdr_t h;
+    coll_result_t   st = COLL_OK;
     coll_boot_hdr_fill(&h, type, bs->job_tag, bs->rank, round, len);
-    coll_result_t st = coll_sock_send_all(bs->fd, &h, sizeof(h), deadline);
-    if (st == COLL_OK && len > 0) {
-        st = coll_sock_send_all(bs->fd, payload, len, deadline);
+    while (pthread_mutex_trylock(&bs->send_lock) != 0) {
+        if (coll_time_s() >= deadline) {
+            st = COLL_ERR_TIMEOUT; /* the other sender is stuck on a full socket */
+            break;
+        }
+        usleep(200);
+    }
+    if (st == COLL_OK) {
+        st = coll_sock_send_all(bs->fd, &h, sizeof(h), deadline);
+        if (st == COLL_OK && len > 0) {
+            st = coll_sock_send_all(bs->fd, payload, len, deadline);
+        }
+        pthread_mutex_unlock(&bs->send_lock);
     }
     if (st != COLL_OK && type != COLL_BOOT_BYE && type != COLL_BOOT_ABORT &&
         type != COLL_BOOT_FAILED) {
@@ -212,6 +227,7 @@ coll_result_t coll_bootstrap_connect(const coll_unique_id_t *id, int rank, int n
     }
     bs->fd                = -1;
     bs->standby.listen_fd = -1;
+    pthread_mutex_init(&bs->send_lock, NULL);
     COLL_CHECK_GOTO(coll_boot_uid_parse(id, &addr, secret, &bs->nonce), st, err);
     bs->rank    = rank;
     bs->nranks  = nranks;
@@ -263,6 +279,7 @@ err:
      * learning why the job failed), rather than with the process, mid-message. */
     coll_boot_root_join(bs->nonce);
     memset(bs->secret, 0, sizeof(bs->secret));
+    pthread_mutex_destroy(&bs->send_lock);
     coll_free(bs);
     return st;
 }
@@ -364,6 +381,7 @@ coll_result_t coll_bootstrap_close(coll_bootstrap_t *bs, double deadline)
     close(bs->fd);
     coll_standby_close(&bs->standby);
     coll_boot_root_join(bs->nonce);
+    pthread_mutex_destroy(&bs->send_lock);
     coll_free(bs);
     return st == COLL_OK ? COLL_OK : st == COLL_ERR_TIMEOUT ? st : COLL_AGAIN;
 }
