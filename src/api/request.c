@@ -4,11 +4,25 @@
 #include "engine/engine.h"
 #include "error.h"
 
-COLL_API coll_result_t coll_wait(coll_request_t *req)
+/* Like the communicator's handle check: a request released by coll_wait or coll_test (its
+ * memory freed, or kept as a failed one's) reads as not live. */
+static coll_result_t request_check(const coll_request_t *req, const char *fn)
 {
     if (req == NULL) {
-        return coll_set_last_error(COLL_ERR_INVALID_ARG, "coll_wait: req is NULL");
+        return coll_set_last_error(COLL_ERR_INVALID_ARG, "%s: req is NULL", fn);
     }
+    if (req->magic != COLL_REQUEST_MAGIC) {
+        return coll_set_last_error(COLL_ERR_INVALID_USAGE,
+                                   "%s: req is not a live request (already completed by "
+                                   "coll_wait or coll_test, which release it)",
+                                   fn);
+    }
+    return COLL_OK;
+}
+
+COLL_API coll_result_t coll_wait(coll_request_t *req)
+{
+    COLL_CHECK(request_check(req, "coll_wait"));
     return req->devop != NULL ? coll_cuda_wait(req) : coll_engine_wait(req);
 }
 
@@ -34,10 +48,11 @@ COLL_API coll_result_t coll_waitall(int n, coll_request_t **reqs)
 COLL_API coll_result_t coll_test(coll_request_t *req, int *done_p)
 {
     coll_result_t st = COLL_OK;
-    if (req == NULL || done_p == NULL) {
-        return coll_set_last_error(COLL_ERR_INVALID_ARG, "coll_test: %s is NULL",
-                                   req == NULL ? "req" : "done_p");
+    if (done_p == NULL) {
+        return coll_set_last_error(COLL_ERR_INVALID_ARG, "coll_test: done_p is NULL");
     }
+    *done_p = 0;
+    COLL_CHECK(request_check(req, "coll_test"));
     *done_p = req->devop != NULL ? coll_cuda_test(req, &st) : coll_engine_test(req, &st);
     return st;
 }

@@ -513,6 +513,7 @@ unlock:
         coll_devop_put(d); /* runs on; nobody waits for it */
         return COLL_ERR_NO_MEMORY;
     }
+    h->magic = COLL_REQUEST_MAGIC;
     h->comm  = comm;
     h->devop = d;
     *req_p   = h;
@@ -546,6 +547,7 @@ coll_result_t coll_cuda_wait(coll_task_t *h)
     st = d->status;
     pthread_mutex_unlock(&d->mu);
     coll_devop_put(d);
+    h->magic = 0;
     coll_free(h);
     return st;
 }

@@ -319,6 +319,7 @@ coll_result_t coll_engine_start(coll_comm_t *comm, const coll_args_t *args, cons
     if (req == NULL) {
         return COLL_ERR_NO_MEMORY;
     }
+    req->magic = COLL_REQUEST_MAGIC;
     return engine_start(comm, args, sendbuf, recvbuf, req, req_p);
 }
 
@@ -413,6 +414,7 @@ coll_result_t coll_engine_reap(coll_task_t *req)
         st = comm->error != COLL_OK ? comm->error : COLL_ERR_INTERNAL;
     }
     engine_unlink(comm, req);
+    req->magic = 0; /* released: a second coll_wait or coll_test on it is refused */
     /* A failed request may still have operations inside transports: they are owned by the
      * endpoints until the communicator is destroyed, so its memory must stay. */
     if (req->finished) {

@@ -32,7 +32,10 @@ typedef struct coll_task_op {
     int                  wait_peer; /* window steps: the rank last waited for */
 } coll_task_op_t;
 
+#define COLL_REQUEST_MAGIC 0x52455155u /* "REQU": live; cleared when released */
+
 typedef struct coll_request {
+    uint32_t            magic; /* COLL_REQUEST_MAGIC until coll_wait/coll_test release it */
     coll_comm_t        *comm;
     coll_sched_entry_t *entry;
     coll_args_t         args;

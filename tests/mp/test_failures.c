@@ -88,9 +88,18 @@ static int abort_rank(int rank, int n, coll_comm_t *comm, void *arg)
     if (rank == 1) {
         pthread_create(&th, NULL, abort_thread, comm);
     }
-    double        t0 = now_s();
-    coll_result_t st = coll_recv(&x, 1, COLL_INT32, (rank + 1) % n, comm); /* nobody sends */
+    coll_request_t *req;
+    int             done = 0;
+    double          t0   = now_s();
+    ASSERT_OK(coll_irecv(&x, 1, COLL_INT32, (rank + 1) % n, comm, &req)); /* nobody sends */
+    coll_result_t st = coll_wait(req);
     double        dt = now_s() - t0;
+    /* the failed request was released (its memory stays with the communicator): using it again
+     * is refused, where it once unlinked it a second time from the active list */
+    ASSERT_EQ(coll_wait(req), COLL_ERR_INVALID_USAGE);
+    ASSERT_STR_CONTAINS(coll_last_error(), "coll_wait: req is not a live request");
+    ASSERT_EQ(coll_test(req, &done), COLL_ERR_INVALID_USAGE);
+    ASSERT_EQ(done, 0);
     printf("rank %d: recv returned %s after %.2f s: %s\n", rank, coll_strerror(st), dt,
            coll_comm_last_error(comm));
     if (rank == 1) {
