@@ -268,8 +268,11 @@ coll_result_t coll_bootstrap_connect(const coll_unique_id_t *id, int rank, int n
 
 err:
     if (said_hello && !welcomed) {
-        /* leaving before the welcome is no failure of this rank for the others to hear of */
-        boot_send(bs, COLL_BOOT_BYE, 0, NULL, 0, coll_time_s() + 0.5);
+        /* leaving before the welcome is no failure of this rank for the others to hear of;
+         * the payload tells a root that welcomed everyone meanwhile that this rank left
+         * unwelcomed (it then reports it to the others, who would wait for it) */
+        static const char why[] = "gave up joining before it heard that every rank had";
+        boot_send(bs, COLL_BOOT_BYE, 0, why, (uint32_t)sizeof(why), coll_time_s() + 0.5);
     }
     if (bs->fd >= 0) {
         close(bs->fd);

@@ -291,6 +291,8 @@ static void root_shrink_ask(coll_boot_root_t *r, root_conn_t *c)
     root_shrink_check(r);
 }
 
+static void root_lost(coll_boot_root_t *r, root_conn_t *c, const char *cause);
+
 /* Returns -1 when the connection is to be dropped (a rank that leaves before the welcome). */
 static int root_message(coll_boot_root_t *r, root_conn_t *c)
 {
@@ -310,6 +312,10 @@ static int root_message(coll_boot_root_t *r, root_conn_t *c)
     case COLL_BOOT_BYE:
         if (!r->welcomed) { /* it gave up waiting (its own deadline, or it was told why) */
             coll_debug(BOOTSTRAP, "root: rank %d left before every rank had joined", c->rank);
+            return -1;
+        }
+        if (c->hdr.len > 0) { /* sent before it heard the WELCOME that crossed it */
+            root_lost(r, c, "it gave up joining at its deadline just as the last rank joined");
             return -1;
         }
         c->said_bye = 1;

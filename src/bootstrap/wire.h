@@ -24,7 +24,7 @@ typedef enum {
     COLL_BOOT_GATHER,    /* rank -> root: contribution of round; root -> rank: all of them */
     COLL_BOOT_ABORT,     /* rank -> root -> everyone: rank aborted (payload: reason text) */
     COLL_BOOT_DEATH,     /* root -> everyone: rank disconnected without BYE (payload: text) */
-    COLL_BOOT_BYE,       /* rank -> root: done with the communicator */
+    COLL_BOOT_BYE,       /* rank -> root: done (payload: text when it leaves before WELCOME) */
     COLL_BOOT_FIN,       /* root -> rank: everyone said BYE, close */
     COLL_BOOT_ERROR,     /* root -> rank: job failed (payload: text), e.g. join deadline */
     COLL_BOOT_REVOKE,    /* rank -> root -> everyone: the communicator is revoked */

@@ -8,7 +8,9 @@
  * a failure.
  */
 #include "coll_test.h"
+#include "auth.h"
 #include "bootstrap/bootstrap.h"
+#include "bootstrap/wire.h"
 #include "param.h"
 #include "util.h"
 
@@ -62,6 +64,56 @@ static void *listen_later(void *arg)
 {
     usleep(300000);
     ASSERT_EQ(listen(*(int *)arg, 4), 0);
+    return NULL;
+}
+
+/* Rank 1 of a 2-rank job, by hand: joins, hears WELCOME, then says the BYE that a rank sends
+ * when it gives up joining at its deadline (one that crossed the WELCOME). */
+static void bye_after_welcome(const coll_unique_id_t *id)
+{
+    coll_sockaddr_t   addr;
+    uint8_t           secret[16];
+    uint64_t          nonce;
+    coll_auth_key_t   key;
+    coll_boot_hdr_t   h;
+    int               fd    = -1;
+    static const char why[] = "gave up joining before it heard that every rank had";
+
+    ASSERT_OK(coll_boot_uid_parse(id, &addr, secret, &nonce));
+    uint64_t tag = coll_boot_job_tag(secret);
+    ASSERT_OK(coll_sock_connect(&addr, coll_time_s() + 10, &fd));
+    coll_auth_derive(secret, "bootstrap", nonce, &key);
+    ASSERT_OK(coll_boot_auth_connect(fd, &key, coll_time_s() + 10));
+    coll_boot_hello_t hello = {.nranks = 2, .rank = 1, .comm_nonce = nonce};
+    coll_boot_hdr_fill(&h, COLL_BOOT_HELLO, tag, 1, 0, sizeof(hello));
+    ASSERT_OK(coll_sock_send_all(fd, &h, sizeof(h), coll_time_s() + 10));
+    ASSERT_OK(coll_sock_send_all(fd, &hello, sizeof(hello), coll_time_s() + 10));
+    do {
+        ASSERT_OK(coll_sock_recv_all(fd, &h, sizeof(h), coll_time_s() + 10));
+        ASSERT_EQ(h.len, 0u);
+    } while (h.type != COLL_BOOT_WELCOME);
+    coll_boot_hdr_fill(&h, COLL_BOOT_BYE, tag, 1, 0, sizeof(why));
+    ASSERT_OK(coll_sock_send_all(fd, &h, sizeof(h), coll_time_s() + 10));
+    ASSERT_OK(coll_sock_send_all(fd, why, sizeof(why), coll_time_s() + 10));
+    usleep(100000);
+    close(fd);
+}
+
+typedef struct {
+    coll_unique_id_t id;
+    coll_result_t    st;
+    double           secs;
+    char             msg[512];
+} rank0_t;
+
+static void *rank0_init(void *arg)
+{
+    rank0_t     *r    = arg;
+    coll_comm_t *comm = NULL;
+    double       t0   = coll_time_s();
+    r->st             = coll_comm_init_rank(&comm, 2, r->id, 0);
+    r->secs           = coll_time_s() - t0;
+    snprintf(r->msg, sizeof(r->msg), "%s", coll_last_error());
     return NULL;
 }
 
@@ -120,6 +172,23 @@ int main(void)
     pthread_join(th, NULL);
     close(fd);
     close(lfd);
+
+    /* A rank's BYE that crossed the root's WELCOME (it gave up at its deadline as the last rank
+     * joined): the root took it for a rank that had finished, and rank 0 waited in the first
+     * round until COLL_BOOTSTRAP_TIMEOUT. It now reports it as gone, naming it. */
+    rank0_t r0;
+    setenv("COLL_BOOTSTRAP_TIMEOUT", "20", 1);
+    coll_params_reset_for_testing();
+    ASSERT_OK(coll_get_unique_id(&r0.id));
+    pthread_create(&th, NULL, rank0_init, &r0);
+    bye_after_welcome(&r0.id);
+    pthread_join(th, NULL);
+    printf("BYE across the WELCOME: rank 0's creation returned %s after %.2f s: %s\n",
+           coll_strerror(r0.st), r0.secs, r0.msg);
+    ASSERT_EQ(r0.st, COLL_ERR_REMOTE);
+    ASSERT_STR_CONTAINS(r0.msg, "rank 1");
+    ASSERT_STR_CONTAINS(r0.msg, "gave up joining");
+    ASSERT_TRUE(r0.secs < 10.0);
     printf("PASS: bootstrap connection deadlines\n");
     return 0;
 }
