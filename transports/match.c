@@ -187,6 +187,30 @@ coll_result_t coll_tp_match_check_len(const coll_tp_match_t *m, const coll_tp_op
     return COLL_OK;
 }
 
+coll_result_t coll_tp_match_p2p_clash(const coll_tp_match_t *m, uint64_t sent_tag)
+{
+    coll_error(COLL,
+               "%s: rank %d's message (its send #%u to this rank) is %s than the receive posted "
+               "for it: the counts (or types) of the send and the receive differ",
+               m->tpname, m->peer, (unsigned)((sent_tag >> 32) & 0x7fffffffu),
+               (sent_tag & COLL_TAG_P2P_END) == 0 ? "longer" : "shorter");
+    return COLL_ERR_MISMATCH;
+}
+
+/* A posted receive whose tag differs from the arriving tag in COLL_TAG_P2P_END alone? */
+static int match_posted_clash(const coll_tp_match_t *m, uint64_t tag)
+{
+    if ((tag & COLL_TAG_P2P) == 0) {
+        return 0;
+    }
+    for (const coll_tp_op_t *op = m->posted_head; op != NULL; op = op->next) {
+        if (op->tag == (tag ^ COLL_TAG_P2P_END)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 static void match_unlink_posted(coll_tp_match_t *m, coll_tp_op_t *prev, coll_tp_op_t *op)
 {
     if (prev == NULL) {
@@ -239,6 +263,10 @@ coll_result_t coll_tp_match_post(coll_tp_match_t *m, coll_tp_op_t *op)
     op->bytes = 0;
     op->next  = NULL;
     if (u == NULL) {
+        if ((op->tag & COLL_TAG_P2P) != 0 &&
+            (u = match_find_unexp(m, op->tag ^ COLL_TAG_P2P_END, NULL)) != NULL) {
+            return coll_tp_match_p2p_clash(m, u->tag);
+        }
         if (m->posted_tail == NULL) {
             m->posted_head = op;
         } else {
@@ -342,6 +370,9 @@ coll_result_t coll_tp_match_deliver(coll_tp_match_t *m, uint64_t tag, size_t tot
         }
         return COLL_OK;
     }
+    if (match_posted_clash(m, tag)) {
+        return coll_tp_match_p2p_clash(m, tag);
+    }
     return match_buffer(m, tag, total, off, data, n);
 }
 
@@ -359,7 +390,7 @@ coll_result_t coll_tp_match_take(coll_tp_match_t *m, uint64_t tag, size_t total,
             return COLL_OK;
         }
     }
-    return COLL_OK;
+    return match_posted_clash(m, tag) ? coll_tp_match_p2p_clash(m, tag) : COLL_OK;
 }
 
 coll_tp_op_t *coll_tp_match_lookup_copy(coll_tp_match_t *m, uint64_t tag, size_t total)

@@ -61,6 +61,13 @@ coll_result_t coll_tp_match_account(coll_tp_match_t *m, coll_tp_op_t *op, size_t
 coll_result_t coll_tp_match_check_len(const coll_tp_match_t *m, const coll_tp_op_t *op,
                                       size_t total);
 
+/* A point-to-point message of sent_tag from the peer met a receive whose tag differs in
+ * COLL_TAG_P2P_END alone: logs that the send and the receive differ in length (naming the peer
+ * and which is longer) and returns COLL_ERR_MISMATCH. Posting, delivery and taking check this
+ * themselves; transports that keep their own records of announced messages (rendezvous) call it
+ * when a receive meets one. */
+coll_result_t coll_tp_match_p2p_clash(const coll_tp_match_t *m, uint64_t sent_tag);
+
 /* Single-copy transports: unlink and return (*op_p) the posted receive for tag, copy or
  * reducing, to fill it by other means; NULL when none is posted. Error when its length is not
  * total. The caller completes it. */

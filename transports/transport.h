@@ -29,6 +29,13 @@
 #define COLL_TP_WIN_SLOTS    256   /* flag slots per window half that win_* transports offer */
 #define COLL_TP_SMALL_MAX    32768 /* payload bytes of one small-call slot (small_* ops) */
 
+/* Point-to-point messages' tags (the engine's send/recv): bit 63 set, and bit 31 on a message's
+ * last chunk. A send and a receive of different lengths then meet as two tags that differ in
+ * that bit alone (one side's last chunk against the other's middle one), which matching
+ * reports as a mismatch, instead of matching chunk by chunk and truncating. */
+#define COLL_TAG_P2P     (1ull << 63)
+#define COLL_TAG_P2P_END (1ull << 31)
+
 typedef struct coll_tp_ctx coll_tp_ctx_t; /* per (communicator, transport), defined by each */
 
 /* One small-call slot in shared memory (small_* ops), written only by its owner: the call's

@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Direct point-to-point: coll_send is chunked SEND steps to the peer, coll_recv the matching
- * RECV steps, tagged 0 .. k-1 (the engine adds the per-peer sequence number that orders
- * successive calls). Sending to oneself is not a schedule; it is rejected. One schedule.
+ * RECV steps, tagged 0 .. k-1, the last one with COLL_TAG_P2P_END (transport.h: a send and a
+ * receive of different lengths then clash instead of matching chunk by chunk; the engine adds
+ * the per-peer sequence number that orders successive calls). Sending to oneself is not a schedule;
+ * it is rejected. One schedule.
  */
 #include "basic/basic.h"
+#include "transport.h"
 
 #include "error.h"
 #include "log.h"
@@ -30,10 +33,11 @@ coll_result_t coll_direct_build(int rank, int nranks, const coll_args_t *args, c
     for (uint32_t c = 0; c < nc; c++) {
         uint64_t off = (uint64_t)c * piece, len = (total - off < piece) ? total - off : piece;
 
+        uint32_t tag = c | (c + 1 == nc ? (uint32_t)COLL_TAG_P2P_END : 0u);
         if (is_send) {
-            coll_sched_send(s, args->root, c, COLL_BUF_SEND, off, len);
+            coll_sched_send(s, args->root, tag, COLL_BUF_SEND, off, len);
         } else {
-            coll_sched_recv(s, args->root, c, COLL_BUF_RECV, off, len);
+            coll_sched_recv(s, args->root, tag, COLL_BUF_RECV, off, len);
         }
     }
     return s->build_error;

@@ -17,8 +17,6 @@
 #include <string.h>
 #include <time.h>
 
-#define ENGINE_TAG_P2P (1ull << 63)
-
 static void engine_free(coll_task_t *req);
 
 /* The call just finished: note how long this rank waited in it (once). */
@@ -274,10 +272,10 @@ static coll_result_t engine_start(coll_comm_t *comm, const coll_args_t *args, co
     }
     if (args->coll == COLL_OP_SEND) {
         req->seq      = comm->send_seq[args->root]++;
-        req->tag_base = ENGINE_TAG_P2P | ((uint64_t)(req->seq & 0x7fffffffu) << 32);
+        req->tag_base = COLL_TAG_P2P | ((uint64_t)(req->seq & 0x7fffffffu) << 32);
     } else if (args->coll == COLL_OP_RECV) {
         req->seq      = comm->recv_seq[args->root]++;
-        req->tag_base = ENGINE_TAG_P2P | ((uint64_t)(req->seq & 0x7fffffffu) << 32);
+        req->tag_base = COLL_TAG_P2P | ((uint64_t)(req->seq & 0x7fffffffu) << 32);
     } else {
         /* bits 40..62: sequence; 32..39: the call's fingerprint, so that ranks in different
          * calls never match each other's messages (diag.h) */

@@ -5,6 +5,7 @@
  * once, coll_test polling, and barriers; over every transport and several rank counts.
  */
 #include "coll_test.h"
+#include "util.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -77,6 +78,40 @@ static int p2p_rank(int rank, int n, coll_comm_t *comm, void *arg)
     return 0;
 }
 
+/* A send and a receive of different counts, each of several chunks: the receive fails with
+ * COLL_ERR_MISMATCH at once (it used to take the first chunks and return success over tcp,
+ * the rest of the message dropped). The sender may finish, or wait for the receiver to its
+ * timeout (single-copy sends wait for the receiver to read them). */
+static void short_timeout(int rank, int nranks)
+{
+    (void)rank;
+    (void)nranks;
+    setenv("COLL_TIMEOUT", "3", 1);
+}
+
+static int mismatch_rank(int rank, int n, coll_comm_t *comm, void *arg)
+{
+    size_t   big = (size_t)2 << 20, small = (size_t)1 << 20; /* elements: 8 and 4 MiB */
+    int      sender_longer = *(int *)arg;
+    size_t   sent = sender_longer ? big : small, expected = sender_longer ? small : big;
+    int32_t *buf = calloc(big, sizeof(int32_t));
+    (void)n;
+    ASSERT_TRUE(buf != NULL);
+    if (rank == 0) {
+        coll_result_t st = coll_send(buf, sent, COLL_INT32, 1, comm);
+        ASSERT_TRUE(st == COLL_OK || st == COLL_ERR_TIMEOUT || st == COLL_ERR_REMOTE);
+    } else {
+        double        t0 = coll_time_s();
+        coll_result_t st = coll_recv(buf, expected, COLL_INT32, 0, comm);
+        printf("rank 1: recv of %zu elements against a send of %zu: %s after %.2f s\n", expected,
+               sent, coll_strerror(st), coll_time_s() - t0);
+        ASSERT_EQ(st, COLL_ERR_MISMATCH);
+        ASSERT_TRUE(coll_time_s() - t0 < 2.5); /* not the timeout's diagnosis */
+    }
+    free(buf);
+    return 0;
+}
+
 int main(void)
 {
     const char      *tps[8];
@@ -88,6 +123,20 @@ int main(void)
                 .nranks = counts[i], .want_comm = 1, .timeout_s = 120, .transport = tps[t]};
             int rc = coll_test_run_ranks(&o, p2p_rank, NULL);
             printf("%s: p2p over %s, %d ranks\n", rc ? "FAIL" : "PASS", tps[t], counts[i]);
+            total++;
+            failed += rc != 0;
+        }
+    }
+    for (int t = 0; t < ntp; t++) {
+        for (int longer = 0; longer < 2; longer++) {
+            coll_test_opts_t o  = {.nranks      = 2,
+                                   .want_comm   = 1,
+                                   .timeout_s   = 60,
+                                   .transport   = tps[t],
+                                   .before_comm = short_timeout};
+            int              rc = coll_test_run_ranks(&o, mismatch_rank, &longer);
+            printf("%s: send %s than its receive over %s\n", rc ? "FAIL" : "PASS",
+                   longer ? "longer" : "shorter", tps[t]);
             total++;
             failed += rc != 0;
         }
