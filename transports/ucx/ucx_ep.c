@@ -21,6 +21,17 @@ static void ucx_ep_failed(void *arg, ucp_ep_h uep, ucs_status_t status)
     }
 }
 
+/* A message from the peer did not fit its receive (matching logged why): the endpoint fails
+ * with that status (COLL_ERR_MISMATCH), not as a lost connection. */
+static void ucx_ep_fail_match(coll_ucx_ep_t *ep, coll_result_t st)
+{
+    if (ep->failed == COLL_OK) {
+        ep->failed = st;
+        coll_tp_match_fini(&ep->match, st);
+        coll_tp_match_init(&ep->match, ep->base.peer, "ucx");
+    }
+}
+
 coll_result_t coll_ucx_ep_create(struct coll_tp_ctx *ctx, int peer, const void *handle,
                                  coll_ucx_ep_t **ep_p)
 {
@@ -183,7 +194,11 @@ static void rndv_done(void *request, ucs_status_t status, size_t length, void *u
     } else if (rr->op != NULL) {
         coll_tp_match_account(&ep->match, rr->op, (size_t)rr->len);
     } else {
-        coll_tp_match_deliver(&ep->match, rr->tag, (size_t)rr->len, 0, rr->stage, (size_t)rr->len);
+        coll_result_t st = coll_tp_match_deliver(&ep->match, rr->tag, (size_t)rr->len, 0, rr->stage,
+                                                 (size_t)rr->len);
+        if (st != COLL_OK) {
+            ucx_ep_fail_match(ep, st);
+        }
     }
     free(rr->stage);
     coll_free(rr);
@@ -253,8 +268,9 @@ ucs_status_t coll_ucx_am_handler(void *arg, const void *header, size_t header_le
         }
         return UCS_INPROGRESS;
     }
-    if (coll_tp_match_deliver(&ep->match, h.tag, (size_t)h.len, 0, data, length) != COLL_OK) {
-        ucx_ep_failed(ep, ep->ep, UCS_ERR_MESSAGE_TRUNCATED);
+    coll_result_t st = coll_tp_match_deliver(&ep->match, h.tag, (size_t)h.len, 0, data, length);
+    if (st != COLL_OK) {
+        ucx_ep_fail_match(ep, st);
     }
     return UCS_OK;
 }
