@@ -12,6 +12,7 @@
 #include "util.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -162,17 +163,41 @@ static int split_cmp(const void *a, const void *b)
 /* This rank joins no split round: unless the others heard of the failure already (an abort or
  * revoke is announced when made, a failure reported by the bootstrap came from it), tell them
  * once, so that their split fails now naming this rank instead of waiting for the round until
- * COLL_BOOTSTRAP_TIMEOUT. */
-static void split_tell_failed(coll_comm_t *comm, coll_result_t st, const char *why)
+ * COLL_BOOTSTRAP_TIMEOUT. Returns 1 when it told them. */
+static int split_tell_failed(coll_comm_t *comm, coll_result_t st, const char *why)
 {
-    if (st == COLL_ERR_ABORTED || st == COLL_ERR_REVOKED || comm->bs == NULL ||
+    if (st == COLL_ERR_ABORTED || st == COLL_ERR_REVOKED || comm->bs == NULL || comm->nranks < 2 ||
         coll_bootstrap_poll(comm->bs, NULL, 0) != COLL_OK ||
         atomic_exchange(&comm->told_failed, 1) != 0) {
-        return;
+        return 0;
     }
     char reason[500]; /* a notice's text is at most 511 bytes: cut, never refused */
     snprintf(reason, sizeof(reason), "%.470s; it left coll_comm_split", why);
     coll_bootstrap_failed(comm->bs, reason);
+    return 1;
+}
+
+/* The split was refused or failed on this rank while the others are in (or on their way to)
+ * its round: comm->last_error and the thread's message say why (msg), and the others are told.
+ * Told, they fail comm naming this rank, so comm is failed here too: the round it left can
+ * never complete. */
+static coll_result_t split_refused(coll_comm_t *comm, coll_result_t st, const char *msg)
+{
+    char line[480];
+    snprintf(line, sizeof(line), "rank %d: %s", comm->rank, msg);
+    pthread_mutex_lock(&comm->lock);
+    int failed = comm->error != COLL_OK;
+    if (!failed) {
+        coll_strlcpy(comm->last_error, line, sizeof(comm->last_error));
+    }
+    pthread_mutex_unlock(&comm->lock);
+    if (!failed && split_tell_failed(comm, st, line)) {
+        pthread_mutex_lock(&comm->lock);
+        coll_comm_fail_logged(comm, st, line);
+        pthread_mutex_unlock(&comm->lock);
+    }
+    coll_warn(COLL, "%s", line);
+    return coll_set_last_error(st, "%s", line);
 }
 
 COLL_API coll_result_t coll_comm_split(coll_comm_t *comm, int color, int key,
@@ -194,25 +219,28 @@ COLL_API coll_result_t coll_comm_split(coll_comm_t *comm, int color, int key,
         return st;
     }
     if (newcomm_p == NULL) {
-        return coll_comm_arg_error(comm, COLL_ERR_INVALID_ARG,
-                                   "coll_comm_split: newcomm_p is NULL");
+        return split_refused(comm, COLL_ERR_INVALID_ARG, "coll_comm_split: newcomm_p is NULL");
     }
     if (color < 0 && color != COLL_SPLIT_NOCOLOR) {
-        return coll_comm_arg_error(comm, COLL_ERR_INVALID_ARG,
-                                   "coll_comm_split: color %d is negative (only "
-                                   "COLL_SPLIT_NOCOLOR may be)",
-                                   color);
+        char msg[160];
+        snprintf(msg, sizeof(msg),
+                 "coll_comm_split: color %d is negative (only COLL_SPLIT_NOCOLOR may be)", color);
+        return split_refused(comm, COLL_ERR_INVALID_ARG, msg);
     }
-    *newcomm_p                 = NULL;
+    *newcomm_p = NULL;
+    coll_set_last_error(COLL_OK, "%s", ""); /* a failed step's own message, if any, is kept */
+    errno                      = 0;
     double            deadline = coll_time_s() + coll_param_time(COLL_P_BOOTSTRAP_TIMEOUT);
     int               n        = comm->nranks;
     split_entry_t     mine     = {color, key, comm->rank};
     split_entry_t    *all      = coll_calloc((size_t)n, sizeof(*all), "split table");
     coll_unique_id_t *ids      = coll_calloc((size_t)n, sizeof(*ids), "split ids");
     coll_unique_id_t  myid;
+    const char       *what = NULL; /* the local step that failed, the others waiting for it */
     memset(&myid, 0, sizeof(myid));
     if (all == NULL || ids == NULL) {
-        st = COLL_ERR_NO_MEMORY;
+        st   = COLL_ERR_NO_MEMORY;
+        what = "allocate the split's tables";
         goto out;
     }
     COLL_CHECK_GOTO(coll_bootstrap_allgather(comm->bs, &mine, sizeof(mine), all, deadline), st,
@@ -235,11 +263,16 @@ COLL_API coll_result_t coll_comm_split(coll_comm_t *comm, int color, int key,
         coll_sockaddr_t addr;
         uint8_t         secret[16];
         uint64_t        nonce;
+        errno = 0; /* a step that fails without a message of its own: its errno */
+        what  = "pick an address for the bootstrap root of the new communicator";
         COLL_CHECK_GOTO(coll_sock_pick_addr(0, &addr, NULL, NULL), st, out);
+        what = "make the secret of the new communicator";
         COLL_CHECK_GOTO(coll_random_bytes(secret, sizeof(secret)), st, out);
         COLL_CHECK_GOTO(coll_random_bytes(&nonce, sizeof(nonce)), st, out);
         coll_sockaddr_t any = init_any_addr(&addr);
+        what                = "start the bootstrap root of the new communicator";
         COLL_CHECK_GOTO(coll_boot_root_start(&any, &addr, secret, nonce, &myid), st, out);
+        what = NULL;
     }
     COLL_CHECK_GOTO(coll_bootstrap_allgather(comm->bs, &myid, sizeof(myid), ids, deadline), st,
                     out);
@@ -249,7 +282,8 @@ COLL_API coll_result_t coll_comm_split(coll_comm_t *comm, int color, int key,
         cfg.timeout_s     = comm->timeout_s;
         st                = coll_comm_create(newcomm_p, nmem, &ids[leader], newrank, &cfg);
     }
-out:
+out:;
+    int err = errno; /* of the failed step, before the frees */
     coll_free(all);
     coll_free(ids);
     char why[256];
@@ -259,6 +293,14 @@ out:
         st = coll_comm_fail(comm, st, "rank %d: coll_comm_split: %s", comm->rank, why);
         pthread_mutex_unlock(&comm->lock);
         coll_set_last_error(st, "%s", comm->last_error);
+    } else if (st != COLL_OK && what != NULL) {
+        /* failed here before joining the round the others wait in: say what, and tell them */
+        char        msg[420];
+        const char *detail = coll_last_error()[0] != '\0'        ? coll_last_error()
+                             : st == COLL_ERR_SYSTEM && err != 0 ? strerror(err)
+                                                                 : coll_strerror(st);
+        snprintf(msg, sizeof(msg), "coll_comm_split: cannot %s: %.300s", what, detail);
+        st = split_refused(comm, st, msg);
     }
     return st;
 }

@@ -4,13 +4,17 @@
  * children and the parent interleaved, and destroy of children before the parent.
  * coll_comm_nhosts of the parent and the children, on one host and on emulated hosts of 2 ranks
  * (COLL_TEST_RANKS_PER_HOST); its NULL output refused; a split of an aborted communicator and
- * of one that failed on one rank only.
+ * of one that failed on one rank only; a split refused on one rank for an invalid color, and one
+ * that fails on one rank out of file descriptors: the others fail at once, naming that rank.
  */
 #include "coll_test.h"
 
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 static double now_s(void)
 {
@@ -160,6 +164,87 @@ static int split_failed_rank(int rank, int n, coll_comm_t *comm, void *arg)
     return 0;
 }
 
+/* coll_comm_split with an invalid color on rank 1: rank 1 is refused at once with
+ * COLL_ERR_INVALID_ARG and tells the others, so rank 0, already waiting in the split's round,
+ * fails within seconds naming rank 1 and the color (it waited COLL_BOOTSTRAP_TIMEOUT, 30 s
+ * here, and then timed out naming no rank). */
+static int split_bad_color_rank(int rank, int n, coll_comm_t *comm, void *arg)
+{
+    coll_comm_t  *child = NULL;
+    coll_result_t st;
+    (void)n, (void)arg;
+    double t0 = now_s();
+    st        = coll_comm_split(comm, rank == 1 ? -7 : 0, rank, &child);
+    printf("rank %d: split returned %s after %.2f s: %s\n", rank, coll_strerror(st), now_s() - t0,
+           coll_last_error());
+    ASSERT_TRUE(child == NULL);
+    ASSERT_TRUE(now_s() - t0 < 5.0);
+    if (rank == 1) {
+        ASSERT_EQ(st, COLL_ERR_INVALID_ARG);
+        ASSERT_STR_CONTAINS(coll_comm_last_error(comm), "color -7 is negative");
+    } else {
+        ASSERT_EQ(st, COLL_ERR_REMOTE);
+        ASSERT_STR_CONTAINS(coll_last_error(), "rank 1's communicator failed");
+        ASSERT_STR_CONTAINS(coll_last_error(), "color -7 is negative");
+        ASSERT_EQ(coll_comm_get_error(comm), COLL_ERR_REMOTE);
+    }
+    return 0;
+}
+
+/* coll_comm_split when its leader, rank 0, has no file descriptor left to set up the bootstrap
+ * root of the new communicator: rank 0 fails with a message that says what failed, and tells
+ * the others, so rank 1 fails within seconds naming rank 0 (the message was empty, and rank 1
+ * waited COLL_BOOTSTRAP_TIMEOUT in the split's second round). */
+static int split_no_fd_rank(int rank, int n, coll_comm_t *comm, void *arg)
+{
+    coll_comm_t  *child = NULL;
+    coll_result_t st;
+    struct rlimit old, low;
+    int           fds[256], nfds = 0, hi = 0;
+    (void)n, (void)arg;
+    if (rank == 0) { /* no descriptor free: the limit just above the highest, the gaps filled */
+        DIR           *d = opendir("/proc/self/fd");
+        struct dirent *e;
+        ASSERT_TRUE(d != NULL);
+        while ((e = readdir(d)) != NULL) {
+            hi = atoi(e->d_name) > hi ? atoi(e->d_name) : hi;
+        }
+        closedir(d);
+        ASSERT_TRUE(getrlimit(RLIMIT_NOFILE, &old) == 0);
+        low          = old;
+        low.rlim_cur = (rlim_t)hi + 1;
+        ASSERT_TRUE(setrlimit(RLIMIT_NOFILE, &low) == 0);
+        while (nfds < 256 && (fds[nfds] = dup(2)) >= 0) {
+            nfds++;
+        }
+    }
+    double t0 = now_s();
+    st        = coll_comm_split(comm, 0, rank, &child);
+    double dt = now_s() - t0;
+    if (rank == 0) {
+        while (nfds > 0) {
+            close(fds[--nfds]);
+        }
+        ASSERT_TRUE(setrlimit(RLIMIT_NOFILE, &old) == 0);
+    }
+    printf("rank %d: split returned %s after %.2f s: %s\n", rank, coll_strerror(st), dt,
+           coll_last_error());
+    ASSERT_TRUE(child == NULL);
+    ASSERT_TRUE(dt < 5.0);
+    if (rank == 0) {
+        ASSERT_EQ(st, COLL_ERR_SYSTEM);
+        ASSERT_STR_CONTAINS(coll_last_error(), "coll_comm_split: cannot ");
+        ASSERT_STR_CONTAINS(coll_last_error(), "Too many open files");
+        ASSERT_STR_CONTAINS(coll_comm_last_error(comm), "Too many open files");
+    } else {
+        ASSERT_EQ(st, COLL_ERR_REMOTE);
+        ASSERT_STR_CONTAINS(coll_last_error(), "rank 0's communicator failed");
+        ASSERT_STR_CONTAINS(coll_last_error(), "Too many open files");
+        ASSERT_EQ(coll_comm_get_error(comm), COLL_ERR_REMOTE);
+    }
+    return 0;
+}
+
 int main(void)
 {
     const char      *tps[8];
@@ -203,6 +288,18 @@ int main(void)
     printf("%s: split of a communicator failed on one rank\n", frc ? "FAIL" : "PASS");
     total++;
     failed += frc != 0;
+    /* a refused or failed split on one rank: the others fail fast, well before this deadline */
+    setenv("COLL_BOOTSTRAP_TIMEOUT", "30", 1);
+    coll_test_opts_t bo  = {.nranks = 2, .want_comm = 1, .timeout_s = 60};
+    int              brc = coll_test_run_ranks(&bo, split_bad_color_rank, NULL);
+    printf("%s: split refused on one rank for an invalid color\n", brc ? "FAIL" : "PASS");
+    total++;
+    failed += brc != 0;
+    int erc = coll_test_run_ranks(&bo, split_no_fd_rank, NULL);
+    printf("%s: split failed on one rank out of file descriptors\n", erc ? "FAIL" : "PASS");
+    total++;
+    failed += erc != 0;
+    unsetenv("COLL_BOOTSTRAP_TIMEOUT");
     printf("%d passed, %d failed\n", total - failed, failed);
     return failed != 0;
 }
