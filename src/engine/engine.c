@@ -50,6 +50,14 @@ void coll_engine_free_zombies(coll_comm_t *comm)
         comm->zombies    = req->next;
         engine_free(req);
     }
+    /* requests never waited or tested to their end (destroy with operations still running):
+     * the caller may no longer use them, and no transport holds their operations any more */
+    while (comm->active != NULL) {
+        coll_task_t *req = comm->active;
+        comm->active     = req->next;
+        req->magic       = 0;
+        engine_free(req);
+    }
 }
 
 void coll_engine_cache_clear(coll_comm_t *comm)

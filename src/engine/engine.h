@@ -143,7 +143,8 @@ void coll_engine_fail_all(coll_comm_t *comm, coll_result_t st);
 /* Unlink a finished or failed request; frees it unless transports may still reference it
  * (failed: parked until destroy). Returns its status. Lock held. */
 coll_result_t coll_engine_reap(coll_task_t *req);
-/* Free parked failed requests, after the transports are finalized. */
+/* Free parked failed requests and the requests still active (never waited), after the
+ * transports are finalized. */
 void coll_engine_free_zombies(coll_comm_t *comm);
 /* Free cached schedules (destroy). */
 void coll_engine_cache_clear(coll_comm_t *comm);
