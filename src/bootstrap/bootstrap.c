@@ -170,11 +170,19 @@ static coll_result_t boot_authenticate(coll_bootstrap_t *bs, const coll_sockaddr
                                    "does not hold this job's secret",
                                    bs->rank, coll_sock_str(addr, abuf, sizeof(abuf)));
     }
+    int e = st != COLL_OK ? coll_boot_root_accept_errno(bs->nonce) : 0;
+    if (e != 0) { /* the root is this process's, and cannot take the connection */
+        return coll_set_last_error(st == COLL_ERR_TIMEOUT ? st : COLL_ERR_TRANSPORT,
+                                   "rank %d: the bootstrap root at %s (in this process) cannot "
+                                   "accept connections: %s",
+                                   bs->rank, coll_sock_str(addr, abuf, sizeof(abuf)), strerror(e));
+    }
     if (st != COLL_OK) {
         return coll_set_last_error(st == COLL_ERR_TIMEOUT ? st : COLL_ERR_TRANSPORT,
                                    "rank %d: authentication with the bootstrap root at %s failed "
-                                   "(%s): the root rejected this rank's job secret, or is "
-                                   "another job's",
+                                   "(%s): the root rejected this rank's job secret, is "
+                                   "another job's, or cannot accept connections (its log says "
+                                   "which)",
                                    bs->rank, coll_sock_str(addr, abuf, sizeof(abuf)),
                                    st == COLL_ERR_TIMEOUT ? "timed out" : "connection closed");
     }

@@ -78,6 +78,9 @@ void coll_bootstrap_auth_key(const coll_bootstrap_t *bs, const char *purpose, ui
 coll_result_t coll_boot_auth_connect(int fd, const coll_auth_key_t *key, double deadline);
 
 /* root.c internals used by bootstrap.c */
+/* The errno of the last failed accept of this process's root for nonce (out of descriptors or
+ * memory), 0 if it accepts or runs elsewhere. */
+int  coll_boot_root_accept_errno(uint64_t nonce);
 void coll_boot_root_join(uint64_t nonce);
 
 /* env.c: the job as the launcher describes it. */

@@ -26,8 +26,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#define ROOT_HELLO_TIMEOUT 10.0 /* a connection must say hello within this */
-#define ROOT_LIST_MAX      8    /* ranks named in the join deadline's message */
+#define ROOT_HELLO_TIMEOUT  10.0 /* a connection must say hello within this */
+#define ROOT_LIST_MAX       8    /* ranks named in the join deadline's message */
+#define ROOT_ACCEPT_BACKOFF 0.1  /* s without accepting after running out of descriptors */
 
 /* What the root knows of each rank before the welcome (seen[]). by_rank[] only holds the
  * connections open now, so it cannot tell a rank that never came from one that left. */
@@ -76,6 +77,9 @@ struct coll_boot_root {
     uint32_t          gather_len;
     char             *gather_buf;
     double            join_deadline;
+    int               accept_errno;  /* the last accept4 failed for lack of a resource: why */
+    int               accept_logged; /* said so once */
+    double            accept_resume; /* the listener is left out of poll until then */
     pthread_t         thread;
     int               done;
     coll_boot_root_t *next;
@@ -460,8 +464,20 @@ static void root_accept(coll_boot_root_t *r)
         int             fd   = accept4(r->listen_fd, (struct sockaddr *)&from.ss, &from.len,
                                        SOCK_CLOEXEC | SOCK_NONBLOCK);
         if (fd < 0) {
+            int e = errno;
+            if (e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM) {
+                /* the connection stays in the backlog and the listener stays readable: wait a
+                 * little before trying again instead of spinning until the join deadline */
+                if (!r->accept_logged) {
+                    coll_error(BOOTSTRAP, "root: cannot accept connections: %s", strerror(e));
+                    r->accept_logged = 1;
+                }
+                __atomic_store_n(&r->accept_errno, e, __ATOMIC_RELEASE);
+                r->accept_resume = coll_time_s() + ROOT_ACCEPT_BACKOFF;
+            }
             return;
         }
+        __atomic_store_n(&r->accept_errno, 0, __ATOMIC_RELEASE);
         root_conn_t **grown = coll_realloc(r->conns, sizeof(*grown) * (size_t)(r->nconns + 1),
                                            "bootstrap connections");
         root_conn_t  *c     = coll_calloc(1, sizeof(*c), "bootstrap connection");
@@ -553,7 +569,13 @@ static void root_expire(coll_boot_root_t *r)
     }
     if (!r->welcomed && now > r->join_deadline) {
         if (!r->failed) {
-            root_join_timeout_msg(r, msg, sizeof(msg));
+            int e = __atomic_load_n(&r->accept_errno, __ATOMIC_ACQUIRE);
+            if (e != 0) { /* the ranks still waiting were never accepted: say why */
+                int o = snprintf(msg, sizeof(msg), "cannot accept connections: %s; ", strerror(e));
+                root_join_timeout_msg(r, msg + o, sizeof(msg) - (size_t)o);
+            } else {
+                root_join_timeout_msg(r, msg, sizeof(msg));
+            }
             root_fail(r, msg, -1);
         }
         r->done = 1;
@@ -569,13 +591,15 @@ static void *root_main(void *arg)
         if (pfd == NULL) {
             break;
         }
-        pfd[0] = (struct pollfd){.fd = r->listen_fd, .events = POLLIN};
-        pfd[1] = (struct pollfd){.fd = r->wake[0], .events = POLLIN};
-        int n  = r->nconns;
+        int paused = r->accept_resume > coll_time_s();
+        pfd[0]     = (struct pollfd){.fd = paused ? -1 : r->listen_fd, .events = POLLIN};
+        pfd[1]     = (struct pollfd){.fd = r->wake[0], .events = POLLIN};
+        int n      = r->nconns;
         for (int i = 0; i < n; i++) {
             pfd[i + 2] = (struct pollfd){.fd = r->conns[i]->fd, .events = POLLIN};
         }
-        if (poll(pfd, (nfds_t)n + 2, 200) < 0 && errno != EINTR) {
+        if (poll(pfd, (nfds_t)n + 2, paused ? (int)(ROOT_ACCEPT_BACKOFF * 1000) : 200) < 0 &&
+            errno != EINTR) {
             break;
         }
         if (pfd[1].revents != 0) { /* asked to stop before everyone finished */
@@ -677,6 +701,20 @@ err_close:
 err_free:
     coll_free(r);
     return st;
+}
+
+int coll_boot_root_accept_errno(uint64_t nonce)
+{
+    int e = 0;
+    pthread_mutex_lock(&root_list_lock);
+    for (coll_boot_root_t *r = root_list; r != NULL; r = r->next) {
+        if (r->nonce == nonce) {
+            e = __atomic_load_n(&r->accept_errno, __ATOMIC_ACQUIRE);
+            break;
+        }
+    }
+    pthread_mutex_unlock(&root_list_lock);
+    return e;
 }
 
 void coll_boot_root_join(uint64_t nonce)

@@ -4,8 +4,8 @@
  * drops SYNs (a listener whose accept queue is full, as behind a firewall or on a hung host)
  * must not hold a rank past its deadline, neither in coll_sock_connect nor in communicator
  * creation under COLL_BOOTSTRAP_TIMEOUT; a refused address is retried until the deadline, and
- * a root that starts listening late is still reached. Loopback only; alarm() turns a hang into
- * a failure.
+ * a root that starts listening late is still reached; a root out of descriptors does not spin.
+ * Loopback only; alarm() turns a hang into a failure.
  */
 #include "coll_test.h"
 #include "auth.h"
@@ -21,7 +21,9 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #define FILLERS 8
@@ -106,6 +108,60 @@ typedef struct {
     char             msg[512];
 } rank0_t;
 
+static double cpu_seconds(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+           (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+}
+
+/* The process's descriptors run out with a connection waiting: the root's accept fails with
+ * EMFILE. It spun at full CPU until the join deadline (the listener stays readable); now it
+ * says why once, stops polling the listener for a moment, and a rank in this process names the
+ * cause. */
+static void root_out_of_descriptors(void)
+{
+    coll_unique_id_t id;
+    coll_sockaddr_t  addr;
+    uint8_t          secret[16];
+    uint64_t         nonce;
+    struct rlimit    old, low;
+    static int       fillers[4096];
+    int              nfill = 0, fd = -1;
+
+    setenv("COLL_BOOTSTRAP_TIMEOUT", "20", 1);
+    coll_params_reset_for_testing();
+    ASSERT_OK(coll_get_unique_id(&id));
+    ASSERT_OK(coll_boot_uid_parse(&id, &addr, secret, &nonce));
+    ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &old), 0);
+    low          = old;
+    low.rlim_cur = 256;
+    ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &low), 0);
+    while (nfill < 4096 && (fillers[nfill] = dup(2)) >= 0) {
+        nfill++;
+    }
+    ASSERT_TRUE(nfill > 0);
+    close(fillers[--nfill]); /* one left: the connection's own */
+    ASSERT_OK(coll_sock_connect(&addr, coll_time_s() + 5, &fd));
+    usleep(200000); /* the root tries to accept and fails */
+    double cpu0 = cpu_seconds(), t0 = coll_time_s();
+    usleep(1000000);
+    double cpu = cpu_seconds() - cpu0, wall = coll_time_s() - t0;
+    int    e = coll_boot_root_accept_errno(nonce);
+    printf("out of descriptors: %.2f s of CPU in %.2f s, the root's accept: %s\n", cpu, wall,
+           e != 0 ? strerror(e) : "no error");
+    close(fd);
+    while (nfill > 0) {
+        close(fillers[--nfill]);
+    }
+    ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &old), 0);
+    coll_boot_root_join(nonce);
+    ASSERT_TRUE(cpu < 0.3 * wall);
+    ASSERT_EQ(e, EMFILE);
+    ASSERT_STR_CONTAINS(strerror(e), "open files");
+}
+
 static void *rank0_init(void *arg)
 {
     rank0_t     *r    = arg;
@@ -189,6 +245,8 @@ int main(void)
     ASSERT_STR_CONTAINS(r0.msg, "rank 1");
     ASSERT_STR_CONTAINS(r0.msg, "gave up joining");
     ASSERT_TRUE(r0.secs < 10.0);
+
+    root_out_of_descriptors();
     printf("PASS: bootstrap connection deadlines\n");
     return 0;
 }
