@@ -58,6 +58,7 @@ typedef struct collrun_rank {
     int              signalled; /* collrun sent it a signal meant to stop it */
     int              killed;    /* it died of signal `code` (else it exited with `code`) */
     int              ended_now; /* seen ended by this loop_reap, not yet reported */
+    int              dying;     /* already exiting when another rank's exit 0 was seen */
     int              code;      /* exit status or signal number */
     int              core;      /* it dumped core */
     collrun_stream_t out[2];    /* stdout, stderr (used with --prefix only) */

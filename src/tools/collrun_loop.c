@@ -200,6 +200,38 @@ static void loop_teardown_begin(collrun_job_t *job)
     }
 }
 
+/* Is pid exiting (the kernel's PF_EXITING, field 9 of /proc/PID/stat)? A process killed by a
+ * signal becomes a zombie only once its memory is torn down, which for a large process takes
+ * longer than a peer needs to see it gone and exit. */
+static int loop_pid_exiting(pid_t pid)
+{
+    char  path[64], buf[1024];
+    FILE *f;
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    if ((f = fopen(path, "r")) == NULL) {
+        return 0;
+    }
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n]        = '\0';
+    char    *p    = strrchr(buf, ')'); /* the command name may hold anything */
+    unsigned flag = 0;
+    return p != NULL && sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %u", &flag) == 1 &&
+           (flag & 0x4u) != 0;
+}
+
+/* A rank exited 0: ranks already on their way out died before it did, whatever order their
+ * ends are reaped in (--keep-going's rule is about failures after a success). */
+static void loop_mark_dying(collrun_job_t *job)
+{
+    for (int r = 0; r < job->nspawned; r++) {
+        collrun_rank_t *rank = &job->ranks[r];
+        if (rank->running && !rank->dying) {
+            rank->dying = loop_pid_exiting(rank->pid);
+        }
+    }
+}
+
 /*
  * --keep-going: rank r failed while the job runs. It is reported at once and the others go on;
  * a failure after a rank has exited 0 is still reported, and makes the job fail at the end.
@@ -211,7 +243,7 @@ static void loop_rank_survived(collrun_job_t *job, int r)
     if (job->nfailed == 1) {
         job->cause_rank = r;
     }
-    if (job->nsucceeded > 0) {
+    if (job->nsucceeded > 0 && !job->ranks[r].dying) {
         job->nlate++;
     }
     if (job->nrunning == 0) {
@@ -228,6 +260,9 @@ static void loop_rank_ended(collrun_job_t *job, int r)
     collrun_rank_t *rank = &job->ranks[r];
 
     if (!rank->killed && rank->code == 0) {
+        if (job->opts->keep_going) {
+            loop_mark_dying(job);
+        }
         job->nsucceeded++;
         return;
     }
