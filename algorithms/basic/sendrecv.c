@@ -29,6 +29,23 @@ coll_result_t coll_direct_build(int rank, int nranks, const coll_args_t *args, c
         return COLL_ERR_UNSUPPORTED;
     }
     COLL_CHECK(coll_basic_chunks(args, args->count, "direct send/recv", &ce, &nc));
+    if (nc > COLL_TAG_P2P_END - 1) { /* chunk numbers must stay clear of the end bit */
+        coll_error(ALGO,
+                   "direct %s: %llu elements make %u chunks of %zu, more than %llu: raise "
+                   "COLL_CHUNK_SIZE",
+                   coll_op_name(args->coll), (unsigned long long)args->count, nc, ce,
+                   (unsigned long long)(COLL_TAG_P2P_END - 1));
+        return COLL_ERR_INVALID_ARG;
+    }
+    if (nc == 0) { /* an empty message still meets its receive, so that a count of 0 against
+                    * another is seen (the length check) */
+        if (is_send) {
+            coll_sched_send(s, args->root, (uint32_t)COLL_TAG_P2P_END, COLL_BUF_SEND, 0, 0);
+        } else {
+            coll_sched_recv(s, args->root, (uint32_t)COLL_TAG_P2P_END, COLL_BUF_RECV, 0, 0);
+        }
+        return s->build_error;
+    }
     piece = (uint64_t)ce * esize;
     for (uint32_t c = 0; c < nc; c++) {
         uint64_t off = (uint64_t)c * piece, len = (total - off < piece) ? total - off : piece;

@@ -78,10 +78,10 @@ static int p2p_rank(int rank, int n, coll_comm_t *comm, void *arg)
     return 0;
 }
 
-/* A send and a receive of different counts, each of several chunks: the receive fails with
- * COLL_ERR_MISMATCH at once (it used to take the first chunks and return success over tcp,
- * the rest of the message dropped). The sender may finish, or wait for the receiver to its
- * timeout (single-copy sends wait for the receiver to read them). */
+/* A send and a receive of different counts, of several chunks or one empty: the receive fails
+ * with COLL_ERR_MISMATCH at once (it used to take the first chunks and return success over tcp,
+ * the rest of the message dropped; a count of 0 sent nothing at all). The sender may finish, or
+ * wait for the receiver to its timeout (single-copy sends wait for the receiver to read them). */
 static void short_timeout(int rank, int nranks)
 {
     (void)rank;
@@ -89,12 +89,16 @@ static void short_timeout(int rank, int nranks)
     setenv("COLL_TIMEOUT", "3", 1);
 }
 
+/* {sent, expected} element counts of the mismatch cases: several chunks each way, and an
+ * empty message against a small one each way */
+static const size_t mismatch_counts[][2] = {
+    {(size_t)1 << 20, (size_t)2 << 20}, {(size_t)2 << 20, (size_t)1 << 20}, {0, 100}, {100, 0}};
+#define NMISMATCH (sizeof(mismatch_counts) / sizeof(mismatch_counts[0]))
+
 static int mismatch_rank(int rank, int n, coll_comm_t *comm, void *arg)
 {
-    size_t   big = (size_t)2 << 20, small = (size_t)1 << 20; /* elements: 8 and 4 MiB */
-    int      sender_longer = *(int *)arg;
-    size_t   sent = sender_longer ? big : small, expected = sender_longer ? small : big;
-    int32_t *buf = calloc(big, sizeof(int32_t));
+    size_t   sent = mismatch_counts[*(int *)arg][0], expected = mismatch_counts[*(int *)arg][1];
+    int32_t *buf = calloc((sent > expected ? sent : expected) + 1, sizeof(int32_t));
     (void)n;
     ASSERT_TRUE(buf != NULL);
     if (rank == 0) {
@@ -128,15 +132,15 @@ int main(void)
         }
     }
     for (int t = 0; t < ntp; t++) {
-        for (int longer = 0; longer < 2; longer++) {
+        for (int c = 0; c < (int)NMISMATCH; c++) {
             coll_test_opts_t o  = {.nranks      = 2,
                                    .want_comm   = 1,
                                    .timeout_s   = 60,
                                    .transport   = tps[t],
                                    .before_comm = short_timeout};
-            int              rc = coll_test_run_ranks(&o, mismatch_rank, &longer);
-            printf("%s: send %s than its receive over %s\n", rc ? "FAIL" : "PASS",
-                   longer ? "longer" : "shorter", tps[t]);
+            int              rc = coll_test_run_ranks(&o, mismatch_rank, &c);
+            printf("%s: send of %zu elements into a receive of %zu over %s\n", rc ? "FAIL" : "PASS",
+                   mismatch_counts[c][0], mismatch_counts[c][1], tps[t]);
             total++;
             failed += rc != 0;
         }
