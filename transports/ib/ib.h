@@ -244,10 +244,13 @@ coll_result_t coll_ib_boot_connect_all(struct coll_tp_ctx *ctx, const int *peers
 void          coll_ib_boot_liveness(struct coll_tp_ctx *ctx);
 /* ib_ep.c: data */
 struct ibv_qp_init_attr coll_ib_qp_attr(const struct coll_tp_ctx *ctx); /* RC, our CQ, inline */
-coll_result_t   coll_ib_qp_setup(coll_ib_qp_t *q); /* rings + posted receives, after the QP */
-void            coll_ib_qp_ready(coll_ib_qp_t *q, uint64_t raddr, uint32_t rkey);
-void            coll_ib_ep_destroy(coll_ib_ep_t *ep);
-void            coll_ib_ep_fail(coll_ib_ep_t *ep, const char *why);
+coll_result_t coll_ib_qp_setup(coll_ib_qp_t *q); /* rings + posted receives, after the QP */
+void          coll_ib_qp_ready(coll_ib_qp_t *q, uint64_t raddr, uint32_t rkey);
+void          coll_ib_ep_destroy(coll_ib_ep_t *ep);
+void          coll_ib_ep_fail(coll_ib_ep_t *ep, const char *why); /* COLL_ERR_TRANSPORT */
+/* The same with the status the endpoint's operations end with (COLL_ERR_MISMATCH for a message
+ * that does not fit its receive, as shm, tcp and ucx report it). */
+void            coll_ib_ep_fail_st(coll_ib_ep_t *ep, coll_result_t st, const char *why);
 coll_result_t   coll_ib_isend(coll_tp_ep_t *ep, coll_tp_op_t *op);
 coll_result_t   coll_ib_irecv(coll_tp_ep_t *ep, coll_tp_op_t *op);
 int             coll_ib_poll_cq(struct coll_tp_ctx *ctx);

@@ -147,12 +147,12 @@ static void sreq_fragment_done(coll_ib_ep_t *ep, coll_ib_sreq_t *s, coll_result_
     }
 }
 
-void coll_ib_ep_fail(coll_ib_ep_t *ep, const char *why)
+void coll_ib_ep_fail_st(coll_ib_ep_t *ep, coll_result_t st, const char *why)
 {
     if (ep->failed != COLL_OK) {
         return;
     }
-    ep->failed = COLL_ERR_TRANSPORT;
+    ep->failed = st;
     coll_error(IB, "rank %d: the connection to rank %d failed: %s", ep->ctx->rank, ep->base.peer,
                why);
     while (ep->sq_head != NULL) {
@@ -162,15 +162,20 @@ void coll_ib_ep_fail(coll_ib_ep_t *ep, const char *why)
             continue; /* also in ep->rv_head: coll_ib_rndv_ep_fail's */
         }
         if (s->pending == 0) { /* else its completions (flushed) finish it */
-            coll_ib_sreq_finish(ep, s, COLL_ERR_TRANSPORT);
+            coll_ib_sreq_finish(ep, s, st);
         } else {
             s->off = sreq_len(s) + 1;
         }
     }
     ep->sq_tail = NULL;
-    coll_ib_rndv_ep_fail(ep, COLL_ERR_TRANSPORT, 0);
-    coll_tp_match_fini(&ep->match, COLL_ERR_TRANSPORT);
+    coll_ib_rndv_ep_fail(ep, st, 0);
+    coll_tp_match_fini(&ep->match, st);
     coll_tp_match_init(&ep->match, ep->base.peer, "ib");
+}
+
+void coll_ib_ep_fail(coll_ib_ep_t *ep, const char *why)
+{
+    coll_ib_ep_fail_st(ep, COLL_ERR_TRANSPORT, why);
 }
 
 /* A QP that can take a fragment now (connected, a remote slot and a send slot free). */
@@ -355,8 +360,9 @@ static void on_fragment(coll_ib_qp_t *q, uint32_t slot)
     coll_result_t st =
         coll_tp_match_deliver(&q->ep->match, h.tag, h.total, h.off, buf + sizeof(h), h.len);
     if (st != COLL_OK) {
-        coll_ib_ep_fail(q->ep, st == COLL_ERR_CUDA ? coll_last_error()
-                                                   : "a fragment does not match its message");
+        coll_ib_ep_fail_st(q->ep, st == COLL_ERR_MISMATCH ? st : COLL_ERR_TRANSPORT,
+                           st == COLL_ERR_CUDA ? coll_last_error()
+                                               : "a fragment does not match its message");
         return;
     }
     q->to_return++;

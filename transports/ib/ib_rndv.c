@@ -377,9 +377,11 @@ void coll_ib_rndv_on_ctl(coll_ib_qp_t *q, const coll_ib_frag_t *h, const char *p
         return;
     }
     memcpy(&rts, payload, sizeof(rts));
-    if (h->total > COLL_IB_MAX_MSG ||
-        coll_tp_match_take(&ep->match, h->tag, (size_t)h->total, &op) != COLL_OK) {
-        coll_ib_ep_fail(ep, "a rendezvous message does not match its receive");
+    coll_result_t st = h->total > COLL_IB_MAX_MSG
+                           ? COLL_ERR_TRANSPORT
+                           : coll_tp_match_take(&ep->match, h->tag, (size_t)h->total, &op);
+    if (st != COLL_OK) {
+        coll_ib_ep_fail_st(ep, st, "a rendezvous message does not match its receive");
         return;
     }
     if (op != NULL) {

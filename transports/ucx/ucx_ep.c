@@ -192,7 +192,9 @@ static void rndv_done(void *request, ucs_status_t status, size_t length, void *u
                    ep->base.peer, ucs_status_string(status));
         ucx_ep_failed(ep, ep->ep, status);
     } else if (rr->op != NULL) {
-        coll_tp_match_account(&ep->match, rr->op, (size_t)rr->len);
+        if (ep->failed == COLL_OK) { /* else the failure completed its receive already */
+            coll_tp_match_account(&ep->match, rr->op, (size_t)rr->len);
+        }
     } else {
         coll_result_t st = coll_tp_match_deliver(&ep->match, rr->tag, (size_t)rr->len, 0, rr->stage,
                                                  (size_t)rr->len);
