@@ -54,26 +54,31 @@ static coll_result_t boot_fail(coll_bootstrap_t *bs, coll_result_t st, const cha
     return bs->failed;
 }
 
-static coll_result_t boot_send(coll_bootstrap_t *bs, coll_boot_type_t type, uint32_t round,
-                               const void *payload, uint32_t len, double deadline)
+/* One message on the root connection, under the send lock; the socket's status. */
+static coll_result_t boot_send_raw(coll_bootstrap_t *bs, coll_boot_type_t type, uint32_t round,
+                                   const void *payload, uint32_t len, double deadline)
 {
     coll_boot_hdr_t h;
     coll_result_t   st = COLL_OK;
     coll_boot_hdr_fill(&h, type, bs->job_tag, bs->rank, round, len);
     while (pthread_mutex_trylock(&bs->send_lock) != 0) {
         if (coll_time_s() >= deadline) {
-            st = COLL_ERR_TIMEOUT; /* the other sender is stuck on a full socket */
-            break;
+            return COLL_ERR_TIMEOUT; /* the other sender is stuck on a full socket */
         }
         usleep(200);
     }
-    if (st == COLL_OK) {
-        st = coll_sock_send_all(bs->fd, &h, sizeof(h), deadline);
-        if (st == COLL_OK && len > 0) {
-            st = coll_sock_send_all(bs->fd, payload, len, deadline);
-        }
-        pthread_mutex_unlock(&bs->send_lock);
+    st = coll_sock_send_all(bs->fd, &h, sizeof(h), deadline);
+    if (st == COLL_OK && len > 0) {
+        st = coll_sock_send_all(bs->fd, payload, len, deadline);
     }
+    pthread_mutex_unlock(&bs->send_lock);
+    return st;
+}
+
+static coll_result_t boot_send(coll_bootstrap_t *bs, coll_boot_type_t type, uint32_t round,
+                               const void *payload, uint32_t len, double deadline)
+{
+    coll_result_t st = boot_send_raw(bs, type, round, payload, len, deadline);
     if (st != COLL_OK && type != COLL_BOOT_BYE && type != COLL_BOOT_ABORT &&
         type != COLL_BOOT_FAILED) {
         return boot_fail(bs, st == COLL_ERR_TIMEOUT ? st : COLL_ERR_REMOTE,
@@ -147,6 +152,24 @@ coll_result_t coll_boot_auth_connect(int fd, const coll_auth_key_t *key, double 
     COLL_CHECK(coll_sock_recv_all(fd, proof, sizeof(proof), deadline));
     return coll_auth_check_proof(key, &as, proof, NULL, 0) == COLL_OK ? COLL_OK
                                                                       : COLL_ERR_TRANSPORT;
+}
+
+/* Did the peer close fd before sending anything (waits for its first byte until deadline)? */
+static int boot_closed_unchallenged(int fd, double deadline)
+{
+    char b;
+    for (;;) {
+        struct pollfd p  = {.fd = fd, .events = POLLIN};
+        double        ms = (deadline - coll_time_s()) * 1e3;
+        if (ms <= 0 || poll(&p, 1, ms > 100 ? 100 : (int)ms + 1) < 0) {
+            return 0;
+        }
+        if (p.revents == 0) {
+            continue;
+        }
+        ssize_t n = recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+        return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+    }
 }
 
 /* Answer the root's challenge and check its proof: both sides hold the job secret. */
@@ -242,11 +265,22 @@ coll_result_t coll_bootstrap_connect(const coll_unique_id_t *id, int rank, int n
     bs->job_tag = coll_boot_job_tag(secret);
     memcpy(bs->secret, secret, sizeof(bs->secret));
     bs->seed = coll_hash_bytes(secret, 16, 0x73656564ull);
-    st       = coll_sock_connect(&addr, deadline, &bs->fd);
-    if (st != COLL_OK) {
-        coll_set_last_error(st, "rank %d cannot reach the bootstrap root at %s", rank,
-                            coll_sock_str(&addr, abuf, sizeof(abuf)));
-        goto err;
+    for (;;) {
+        st = coll_sock_connect(&addr, deadline, &bs->fd);
+        if (st != COLL_OK) {
+            coll_set_last_error(st, "rank %d cannot reach the bootstrap root at %s", rank,
+                                coll_sock_str(&addr, abuf, sizeof(abuf)));
+            goto err;
+        }
+        /* A root that closes before its challenge is going away, not refusing this rank (a
+         * refusal comes after the answer): the root of a communicator this process just
+         * finalised, on the address of the next. Try again until the new one listens. */
+        if (!boot_closed_unchallenged(bs->fd, deadline) || coll_time_s() >= deadline) {
+            break;
+        }
+        close(bs->fd);
+        bs->fd = -1;
+        usleep(20000);
     }
     COLL_CHECK_GOTO(boot_authenticate(bs, &addr, deadline), st, err);
     coll_boot_hello_t hello = {.nranks = nranks, .rank = rank, .comm_nonce = bs->nonce};
@@ -426,11 +460,10 @@ void coll_bootstrap_revoke(coll_bootstrap_t *bs, const char *reason)
 coll_result_t coll_bootstrap_shrink(coll_bootstrap_t *bs, double deadline, int32_t *survivors,
                                     int *nsurvivors_p, coll_unique_id_t *id_p)
 {
-    coll_boot_hdr_t h;
-    coll_result_t   st;
+    coll_result_t st;
 
-    coll_boot_hdr_fill(&h, COLL_BOOT_SHRINK, bs->job_tag, bs->rank, 0, 0);
-    st = coll_sock_send_all(bs->fd, &h, sizeof(h), deadline);
+    /* no failure handling: a root that is gone is expected here (the standby takes over) */
+    st = boot_send_raw(bs, COLL_BOOT_SHRINK, 0, NULL, 0, deadline);
     if (st == COLL_OK) {
         st = coll_boot_read_shrunk(bs->fd, bs->job_tag, bs->rank, bs->nranks, deadline, survivors,
                                    nsurvivors_p, id_p);
