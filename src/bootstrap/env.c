@@ -95,10 +95,15 @@ static coll_result_t env_root(coll_env_job_t *job, const char *host, int port, c
 }
 
 /* The root's port from MASTER_PORT (mp, as read): plus COLL_BOOTSTRAP_PORT_OFFSET, both
- * checked to be ports. */
+ * checked to be ports, unless COLL_ROOT_ADDR (which env_root takes instead) is set. */
 static coll_result_t env_offset_port(int mp, int *port_out)
 {
-    int64_t off = coll_param_int(COLL_P_BOOTSTRAP_PORT_OFFSET);
+    int64_t     off = coll_param_int(COLL_P_BOOTSTRAP_PORT_OFFSET);
+    const char *ra  = coll_param_str(COLL_P_ROOT_ADDR);
+    if (ra != NULL && ra[0] != '\0') { /* COLL_ROOT_ADDR overrides: the port is not used */
+        *port_out = mp;
+        return COLL_OK;
+    }
     if (mp < 1 || mp > 65535) {
         return coll_set_last_error(COLL_ERR_INVALID_ARG,
                                    "MASTER_PORT '%s' is not a port number (1-65535)",

@@ -174,6 +174,9 @@ int main(void)
     setenv("MASTER_PORT", "65535", 1);
     ASSERT_EQ(discover(&job), COLL_ERR_INVALID_ARG);
     ASSERT_STR_CONTAINS(coll_last_error(), "MASTER_PORT 65535 + COLL_BOOTSTRAP_PORT_OFFSET 1");
+    setenv("COLL_ROOT_ADDR", "127.0.0.1:5555", 1); /* overrides: the sum is not used */
+    ASSERT_OK(discover(&job));
+    unsetenv("COLL_ROOT_ADDR");
     setenv("COLL_BOOTSTRAP_PORT_OFFSET", "-1", 1);
     ASSERT_OK(discover(&job));
     unsetenv("COLL_BOOTSTRAP_PORT_OFFSET");
