@@ -368,8 +368,9 @@ coll_result_t coll_cuda_start(coll_comm_t *comm, const coll_args_t *a, const voi
     int               dev = -1, sdev = -1, rdev = -1, old = -1, pushed = 0;
 
     if (why != NULL) {
-        return coll_comm_arg_error(comm, COLL_ERR_UNSUPPORTED, "rank %d: %s on a CUDA stream: %s",
-                                   comm->rank, coll_op_name(a->coll), why);
+        /* coll_comm_arg_error puts "rank N: " in front */
+        return coll_comm_arg_error(comm, COLL_ERR_UNSUPPORTED, "%s on a CUDA stream: %s",
+                                   coll_op_name(a->coll), why);
     }
     d = coll_calloc(1, sizeof(*d), "device operation");
     if (d == NULL) {

@@ -48,8 +48,9 @@ coll_result_t coll_cuda_start(coll_comm_t *comm, const coll_args_t *a, const voi
     (void)stream;
     (void)stream_ordered;
     (void)req_p;
-    return coll_comm_arg_error(comm, COLL_ERR_UNSUPPORTED, "rank %d: %s on a CUDA stream: %s",
-                               comm->rank, coll_op_name(a->coll), coll_cuda_unavailable());
+    /* coll_comm_arg_error puts "rank N: " in front */
+    return coll_comm_arg_error(comm, COLL_ERR_UNSUPPORTED, "%s on a CUDA stream: %s",
+                               coll_op_name(a->coll), coll_cuda_unavailable());
 }
 
 coll_result_t coll_cuda_wait(coll_task_t *req)

@@ -58,6 +58,8 @@ static int args_rank(int rank, int n, coll_comm_t *comm, void *arg)
         coll_result_t st = coll_allreduce_stream(c, d, 4, COLL_FLOAT32, COLL_SUM, comm, NULL);
         if (st == COLL_ERR_UNSUPPORTED) {
             ASSERT_STR_CONTAINS(coll_comm_last_error(comm), "allreduce on a CUDA stream");
+            /* the rank once appeared twice: "rank 0: rank 0: allreduce ..." */
+            ASSERT_TRUE(strstr(coll_comm_last_error(comm) + 5, "rank ") == NULL);
             ASSERT_STR_CONTAINS(coll_comm_last_error(comm), "CUDA");
             EXPECT_ERR(coll_allgather_stream(c, d, 2, COLL_FLOAT32, comm, NULL),
                        COLL_ERR_UNSUPPORTED, "allgather on a CUDA stream");
