@@ -200,11 +200,11 @@ coll_result_t coll_tp_match_p2p_clash(const coll_tp_match_t *m, uint64_t sent_ta
 /* A posted receive whose tag differs from the arriving tag in COLL_TAG_P2P_END alone? */
 static int match_posted_clash(const coll_tp_match_t *m, uint64_t tag)
 {
-    if ((tag & COLL_TAG_P2P) == 0) {
+    if ((tag & COLL_TAG_P2P) == 0) { /* a collective's message: no scan */
         return 0;
     }
     for (const coll_tp_op_t *op = m->posted_head; op != NULL; op = op->next) {
-        if (op->tag == (tag ^ COLL_TAG_P2P_END)) {
+        if (coll_tp_tags_clash(op->tag, tag)) {
             return 1;
         }
     }

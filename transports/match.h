@@ -68,6 +68,13 @@ coll_result_t coll_tp_match_check_len(const coll_tp_match_t *m, const coll_tp_op
  * when a receive meets one. */
 coll_result_t coll_tp_match_p2p_clash(const coll_tp_match_t *m, uint64_t sent_tag);
 
+/* Do a receive's tag and a message's tag name one point-to-point message of different lengths
+ * (they differ in COLL_TAG_P2P_END alone)? */
+static inline int coll_tp_tags_clash(uint64_t recv_tag, uint64_t sent_tag)
+{
+    return (recv_tag & COLL_TAG_P2P) != 0 && sent_tag == (recv_tag ^ COLL_TAG_P2P_END);
+}
+
 /* Single-copy transports: unlink and return (*op_p) the posted receive for tag, copy or
  * reducing, to fill it by other means; NULL when none is posted. Error when its length is not
  * total. The caller completes it. */

@@ -37,20 +37,13 @@ coll_result_t coll_direct_build(int rank, int nranks, const coll_args_t *args, c
                    (unsigned long long)(COLL_TAG_P2P_END - 1));
         return COLL_ERR_INVALID_ARG;
     }
-    if (nc == 0) { /* an empty message still meets its receive, so that a count of 0 against
-                    * another is seen (the length check) */
-        if (is_send) {
-            coll_sched_send(s, args->root, (uint32_t)COLL_TAG_P2P_END, COLL_BUF_SEND, 0, 0);
-        } else {
-            coll_sched_recv(s, args->root, (uint32_t)COLL_TAG_P2P_END, COLL_BUF_RECV, 0, 0);
-        }
-        return s->build_error;
-    }
-    piece = (uint64_t)ce * esize;
-    for (uint32_t c = 0; c < nc; c++) {
+    /* a count of 0 is one empty message: it still meets its receive, so that 0 against another
+     * count is seen (the length check) */
+    uint32_t nmsg = nc > 0 ? nc : 1;
+    piece         = (uint64_t)ce * esize;
+    for (uint32_t c = 0; c < nmsg; c++) {
         uint64_t off = (uint64_t)c * piece, len = (total - off < piece) ? total - off : piece;
-
-        uint32_t tag = c | (c + 1 == nc ? (uint32_t)COLL_TAG_P2P_END : 0u);
+        uint32_t tag = c | (c + 1 == nmsg ? (uint32_t)COLL_TAG_P2P_END : 0u);
         if (is_send) {
             coll_sched_send(s, args->root, tag, COLL_BUF_SEND, off, len);
         } else {

@@ -157,19 +157,14 @@ coll_result_t coll_boot_auth_connect(int fd, const coll_auth_key_t *key, double 
 /* Did the peer close fd before sending anything (waits for its first byte until deadline)? */
 static int boot_closed_unchallenged(int fd, double deadline)
 {
-    char b;
-    for (;;) {
-        struct pollfd p  = {.fd = fd, .events = POLLIN};
-        double        ms = (deadline - coll_time_s()) * 1e3;
-        if (ms <= 0 || poll(&p, 1, ms > 100 ? 100 : (int)ms + 1) < 0) {
-            return 0;
-        }
-        if (p.revents == 0) {
-            continue;
-        }
-        ssize_t n = recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
-        return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+    char          b;
+    struct pollfd p  = {.fd = fd, .events = POLLIN};
+    double        ms = (deadline - coll_time_s()) * 1e3;
+    if (ms <= 0 || poll(&p, 1, (int)ms + 1) <= 0) {
+        return 0;
     }
+    ssize_t n = recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
 }
 
 /* Answer the root's challenge and check its proof: both sides hold the job secret. */

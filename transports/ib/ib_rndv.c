@@ -406,7 +406,7 @@ coll_result_t coll_ib_rndv_post(coll_ib_ep_t *ep, coll_tp_op_t *op, int *taken_p
     *taken_p = 0;
     for (coll_ib_rts_rec_t **pp = &ep->rts_head; *pp != NULL; pp = &(*pp)->next) {
         coll_ib_rts_rec_t *r = *pp;
-        if ((op->tag & COLL_TAG_P2P) != 0 && r->tag == (op->tag ^ COLL_TAG_P2P_END)) {
+        if (coll_tp_tags_clash(op->tag, r->tag)) {
             return coll_tp_match_p2p_clash(&ep->match, r->tag);
         }
         if (r->tag != op->tag) {

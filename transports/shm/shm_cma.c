@@ -181,7 +181,7 @@ coll_result_t shm_cma_post(shm_ep_t *ep, coll_tp_op_t *op, int *taken_p)
     *taken_p = 0;
     for (shm_rts_t **pp = &ep->rts_head; *pp != NULL; pp = &(*pp)->next) {
         shm_rts_t *r = *pp;
-        if ((op->tag & COLL_TAG_P2P) != 0 && r->tag == (op->tag ^ COLL_TAG_P2P_END)) {
+        if (coll_tp_tags_clash(op->tag, r->tag)) {
             return coll_tp_match_p2p_clash(&ep->match, r->tag);
         }
         if (r->tag != op->tag) {
