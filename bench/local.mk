@@ -52,6 +52,10 @@ bench_compress_bench_SOURCES = bench/compress_bench.c bench/bench_time.h
 bench_compress_bench_LDADD = libcoll.la
 EXTRA_DIST += bench/compress_bench.sh bench/ib_vm.sh bench/shm_cma_compare.sh bench/env_ab.sh bench/small_compare.sh \
     bench/cuda_p2p.sh bench/cuda_p2p_summary.awk bench/cuda_call_cost.sh bench/median.awk
+# Many non-blocking operations in flight: start and wait cost per operation against their number.
+noinst_PROGRAMS += bench/nb_outstanding
+bench_nb_outstanding_SOURCES = bench/nb_outstanding.c bench/bench_time.h
+bench_nb_outstanding_LDADD = libcoll.la
 # Memory bandwidth (read, write, copy, add; 1..T threads): the ceiling collectives are held to.
 noinst_PROGRAMS += bench/membw
 bench_membw_SOURCES = bench/membw.c bench/bench_time.h

@@ -20,7 +20,8 @@ check_PROGRAMS += tests/unit/test_reduce tests/unit/test_reduce_nt tests/unit/te
     tests/unit/test_sched_matrix tests/unit/test_sched_struct tests/unit/test_sched_registry \
     tests/unit/test_env tests/unit/test_win_sched tests/unit/test_topo tests/unit/test_topo_sysfs \
     tests/unit/test_topo_ring tests/unit/test_topo_nic tests/unit/test_auth tests/unit/test_p2p_plan \
-    tests/unit/test_p2p_topo tests/unit/test_cuda_order tests/unit/test_boot_connect
+    tests/unit/test_p2p_topo tests/unit/test_cuda_order tests/unit/test_boot_connect \
+    tests/unit/test_match
 tests_unit_test_boot_connect_SOURCES = tests/unit/test_boot_connect.c
 tests_unit_test_boot_connect_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_unit_test_boot_connect_LDADD = $(TEST_UNIT_LDADD)
@@ -33,6 +34,9 @@ tests_unit_test_p2p_topo_LDADD = $(TEST_UNIT_LDADD)
 tests_unit_test_p2p_plan_SOURCES = tests/unit/test_p2p_plan.c
 tests_unit_test_p2p_plan_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_unit_test_p2p_plan_LDADD = $(TEST_UNIT_LDADD)
+tests_unit_test_match_SOURCES = tests/unit/test_match.c
+tests_unit_test_match_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_unit_test_match_LDADD = $(TEST_UNIT_LDADD)
 tests_unit_test_auth_SOURCES = tests/unit/test_auth.c
 tests_unit_test_auth_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_unit_test_auth_LDADD = $(TEST_UNIT_LDADD)
@@ -151,7 +155,7 @@ TESTS += tests/unit/test_reduce tests/unit/test_reduce_nt tests/unit/test_p2p_pl
     tests/unit/test_sched_matrix tests/unit/test_sched_struct tests/unit/test_sched_registry \
     tests/unit/test_env tests/unit/test_win_sched tests/unit/test_topo tests/unit/test_topo_sysfs \
     tests/unit/test_topo_ring tests/unit/test_topo_nic tests/unit/test_auth tests/unit/test_boot_connect \
-    $(MP_COLL_TESTS) $(MP_OTHER_TESTS)
+    tests/unit/test_match $(MP_COLL_TESTS) $(MP_OTHER_TESTS)
 
 dist_check_SCRIPTS += tests/docs/check-getenv.sh tests/docs/check-format.sh tests/tools/test_launchers.sh \
     tests/mp/test_multihost.sh tests/tools/test_netns.sh tests/tools/test_collinfo.sh \

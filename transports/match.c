@@ -21,10 +21,13 @@
 #define MATCH_SPARE_MAX       4
 #define MATCH_SPARE_BYTES_MAX ((size_t)8 << 20)
 #define MATCH_CAP_ROUND       ((size_t)64 << 10)
+#define MATCH_CAP_MIN         ((size_t)64)
 
 void coll_tp_match_init(coll_tp_match_t *m, int peer, const char *tpname)
 {
     memset(m, 0, sizeof(*m));
+    coll_tp_mindex_init(&m->posted);
+    coll_tp_mindex_init(&m->unexp);
     m->peer      = peer;
     m->tpname    = tpname;
     m->unexp_max = coll_param_size(COLL_P_UNEXPECTED_MAX);
@@ -49,24 +52,21 @@ static void match_complete(coll_tp_op_t *op, coll_result_t st)
 
 void coll_tp_match_fini(coll_tp_match_t *m, coll_result_t status)
 {
-    coll_tp_op_t *op = m->posted_head;
-    m->posted_head = m->posted_tail = NULL;
-    while (op != NULL) {
-        coll_tp_op_t *next = op->next;
-        match_complete(op, status);
-        op = next;
+    coll_tp_mlink_t *l;
+    coll_tp_unexp_t *u;
+    while ((l = coll_tp_mindex_pop(&m->posted)) != NULL) {
+        match_complete(coll_tp_mindex_entry(l, coll_tp_op_t, mlink), status);
     }
-    coll_tp_unexp_t *u = m->unexp_head;
-    m->unexp_head      = NULL;
-    while (u != NULL) {
-        coll_tp_unexp_t *next = u->next;
+    while ((l = coll_tp_mindex_pop(&m->unexp)) != NULL) {
+        u = coll_tp_mindex_entry(l, coll_tp_unexp_t, link);
         if (u->waiting != NULL) {
             match_complete(u->waiting, status);
         }
         coll_free(u->data);
         coll_free(u);
-        u = next;
     }
+    coll_tp_mindex_fini(&m->posted);
+    coll_tp_mindex_fini(&m->unexp);
     m->unexp_bytes = 0;
     m->nwaiting    = 0;
     while (m->spare != NULL) {
@@ -109,10 +109,18 @@ static coll_tp_unexp_t *match_unexp_get(coll_tp_match_t *m, size_t total)
     if (best == NULL) {
         return NULL;
     }
-    /* round small sizes up so one spare serves the neighbouring sizes too */
-    best->cap  = (total <= MATCH_SPARE_BYTES_MAX)
-                     ? (total + MATCH_CAP_ROUND - 1) / MATCH_CAP_ROUND * MATCH_CAP_ROUND
-                     : total;
+    /* round sizes up so one spare serves the neighbouring sizes too: to a power of two below
+     * MATCH_CAP_ROUND (thousands of small messages may wait at once), to its multiples above */
+    if (total < MATCH_CAP_ROUND) {
+        best->cap = MATCH_CAP_MIN;
+        while (best->cap < total) {
+            best->cap *= 2;
+        }
+    } else {
+        best->cap = (total <= MATCH_SPARE_BYTES_MAX)
+                        ? (total + MATCH_CAP_ROUND - 1) / MATCH_CAP_ROUND * MATCH_CAP_ROUND
+                        : total;
+    }
     best->data = coll_malloc(best->cap > 0 ? best->cap : 1, "unexpected message data");
     if (best->data == NULL) {
         coll_free(best);
@@ -200,79 +208,54 @@ coll_result_t coll_tp_match_p2p_clash(const coll_tp_match_t *m, uint64_t sent_ta
 /* A posted receive whose tag differs from the arriving tag in COLL_TAG_P2P_END alone? */
 static int match_posted_clash(const coll_tp_match_t *m, uint64_t tag)
 {
-    if ((tag & COLL_TAG_P2P) == 0) { /* a collective's message: no scan */
-        return 0;
-    }
-    for (const coll_tp_op_t *op = m->posted_head; op != NULL; op = op->next) {
-        if (coll_tp_tags_clash(op->tag, tag)) {
-            return 1;
-        }
-    }
-    return 0;
+    return (tag & COLL_TAG_P2P) != 0 && /* a collective's message cannot clash */
+           coll_tp_mindex_find(&m->posted, tag ^ COLL_TAG_P2P_END, NULL) != NULL;
 }
 
-static void match_unlink_posted(coll_tp_match_t *m, coll_tp_op_t *prev, coll_tp_op_t *op)
+/* The oldest posted receive of tag, or NULL. */
+static coll_tp_op_t *match_find_posted(const coll_tp_match_t *m, uint64_t tag)
 {
-    if (prev == NULL) {
-        m->posted_head = op->next;
-    } else {
-        prev->next = op->next;
-    }
-    if (m->posted_tail == op) {
-        m->posted_tail = prev;
-    }
+    coll_tp_mlink_t *l = coll_tp_mindex_find(&m->posted, tag, NULL);
+    return l != NULL ? coll_tp_mindex_entry(l, coll_tp_op_t, mlink) : NULL;
 }
 
 /* The oldest buffered message with tag; with incomplete_only, one still arriving. */
-static coll_tp_unexp_t *match_find_unexp_(coll_tp_match_t *m, uint64_t tag, int incomplete_only,
-                                          coll_tp_unexp_t **prev_p)
+static coll_tp_unexp_t *match_find_unexp_(coll_tp_match_t *m, uint64_t tag, int incomplete_only)
 {
-    coll_tp_unexp_t *prev = NULL;
-    for (coll_tp_unexp_t *u = m->unexp_head; u != NULL; prev = u, u = u->next) {
-        if (u->tag == tag && (!incomplete_only || u->bytes < u->total)) {
-            if (prev_p != NULL) {
-                *prev_p = prev;
-            }
+    for (coll_tp_mlink_t *l = coll_tp_mindex_find(&m->unexp, tag, NULL); l != NULL;
+         l                  = coll_tp_mindex_find(&m->unexp, tag, l)) {
+        coll_tp_unexp_t *u = coll_tp_mindex_entry(l, coll_tp_unexp_t, link);
+        if (!incomplete_only || u->bytes < u->total) {
             return u;
         }
     }
     return NULL;
 }
 
-static coll_tp_unexp_t *match_find_unexp(coll_tp_match_t *m, uint64_t tag, coll_tp_unexp_t **prev_p)
+static coll_tp_unexp_t *match_find_unexp(coll_tp_match_t *m, uint64_t tag)
 {
-    return match_find_unexp_(m, tag, 0, prev_p);
+    return match_find_unexp_(m, tag, 0);
 }
 
-static void match_release_unexp(coll_tp_match_t *m, coll_tp_unexp_t *prev, coll_tp_unexp_t *u)
+static void match_release_unexp(coll_tp_match_t *m, coll_tp_unexp_t *u)
 {
-    if (prev == NULL) {
-        m->unexp_head = u->next;
-    } else {
-        prev->next = u->next;
-    }
+    coll_tp_mindex_remove(&m->unexp, &u->link);
     m->unexp_bytes -= u->total;
     match_unexp_put(m, u);
 }
 
 coll_result_t coll_tp_match_post(coll_tp_match_t *m, coll_tp_op_t *op)
 {
-    coll_tp_unexp_t *prev = NULL;
-    coll_tp_unexp_t *u    = match_find_unexp(m, op->tag, &prev);
+    coll_tp_unexp_t *u = match_find_unexp(m, op->tag);
 
     op->bytes = 0;
     op->next  = NULL;
     if (u == NULL) {
         if ((op->tag & COLL_TAG_P2P) != 0 &&
-            (u = match_find_unexp(m, op->tag ^ COLL_TAG_P2P_END, NULL)) != NULL) {
+            (u = match_find_unexp(m, op->tag ^ COLL_TAG_P2P_END)) != NULL) {
             return coll_tp_match_p2p_clash(m, u->tag);
         }
-        if (m->posted_tail == NULL) {
-            m->posted_head = op;
-        } else {
-            m->posted_tail->next = op;
-        }
-        m->posted_tail = op;
+        coll_tp_mindex_add(&m->posted, &op->mlink, op->tag);
         return COLL_OK;
     }
     coll_result_t st = coll_tp_match_check_len(m, op, u->total);
@@ -286,7 +269,7 @@ coll_result_t coll_tp_match_post(coll_tp_match_t *m, coll_tp_op_t *op)
     }
     st        = match_put(op, 0, u->data, u->total);
     op->bytes = st == COLL_OK ? u->total : 0;
-    match_release_unexp(m, prev, u);
+    match_release_unexp(m, u);
     match_complete(op, st);
     return COLL_OK;
 }
@@ -294,8 +277,7 @@ coll_result_t coll_tp_match_post(coll_tp_match_t *m, coll_tp_op_t *op)
 static coll_result_t match_buffer(coll_tp_match_t *m, uint64_t tag, size_t total, size_t off,
                                   const void *data, size_t n)
 {
-    coll_tp_unexp_t *prev = NULL;
-    coll_tp_unexp_t *u    = match_find_unexp_(m, tag, 1, &prev);
+    coll_tp_unexp_t *u = match_find_unexp_(m, tag, 1);
     if (u == NULL) {
         u = match_unexp_get(m, total);
         if (u == NULL) {
@@ -304,17 +286,7 @@ static coll_result_t match_buffer(coll_tp_match_t *m, uint64_t tag, size_t total
         u->tag   = tag;
         u->total = total;
         u->next  = NULL;
-        /* append, so lookups find older messages first */
-        if (m->unexp_head == NULL) {
-            m->unexp_head = u;
-        } else {
-            coll_tp_unexp_t *t = m->unexp_head;
-            while (t->next != NULL) {
-                t = t->next;
-            }
-            t->next = u;
-        }
-        prev = NULL; /* recomputed below if needed */
+        coll_tp_mindex_add(&m->unexp, &u->link, tag); /* after older messages of the tag */
         m->unexp_bytes += total;
     } else if (u->total != total) {
         coll_error(COLL, "%s: rank %d sent fragments of tag 0x%" PRIx64 " with lengths %zu and %zu",
@@ -335,11 +307,7 @@ static coll_result_t match_buffer(coll_tp_match_t *m, uint64_t tag, size_t total
         m->nwaiting--;
         coll_result_t st = match_put(op, 0, u->data, u->total);
         op->bytes        = st == COLL_OK ? u->total : 0;
-        prev             = NULL;
-        for (coll_tp_unexp_t *t = m->unexp_head; t != u; t = t->next) {
-            prev = t;
-        }
-        match_release_unexp(m, prev, u);
+        match_release_unexp(m, u);
         match_complete(op, st);
     }
     return COLL_OK;
@@ -348,11 +316,8 @@ static coll_result_t match_buffer(coll_tp_match_t *m, uint64_t tag, size_t total
 coll_result_t coll_tp_match_deliver(coll_tp_match_t *m, uint64_t tag, size_t total, size_t off,
                                     const void *data, size_t n)
 {
-    coll_tp_op_t *prev = NULL;
-    for (coll_tp_op_t *op = m->posted_head; op != NULL; prev = op, op = op->next) {
-        if (op->tag != tag) {
-            continue;
-        }
+    coll_tp_op_t *op = match_find_posted(m, tag);
+    if (op != NULL) {
         COLL_CHECK(coll_tp_match_check_len(m, op, total));
         if (off > total || n > total - off) {
             coll_error(COLL, "%s: fragment [%zu, +%zu) of rank %d outside its %zu-byte message",
@@ -365,7 +330,7 @@ coll_result_t coll_tp_match_deliver(coll_tp_match_t *m, uint64_t tag, size_t tot
         }
         op->bytes += n;
         if (op->bytes >= op->len) {
-            match_unlink_posted(m, prev, op);
+            coll_tp_mindex_remove(&m->posted, &op->mlink);
             match_complete(op, COLL_OK);
         }
         return COLL_OK;
@@ -379,28 +344,22 @@ coll_result_t coll_tp_match_deliver(coll_tp_match_t *m, uint64_t tag, size_t tot
 coll_result_t coll_tp_match_take(coll_tp_match_t *m, uint64_t tag, size_t total,
                                  coll_tp_op_t **op_p)
 {
-    coll_tp_op_t *prev = NULL;
+    coll_tp_op_t *op = match_find_posted(m, tag);
 
     *op_p = NULL;
-    for (coll_tp_op_t *op = m->posted_head; op != NULL; prev = op, op = op->next) {
-        if (op->tag == tag) {
-            COLL_CHECK(coll_tp_match_check_len(m, op, total));
-            match_unlink_posted(m, prev, op);
-            *op_p = op;
-            return COLL_OK;
-        }
+    if (op != NULL) {
+        COLL_CHECK(coll_tp_match_check_len(m, op, total));
+        coll_tp_mindex_remove(&m->posted, &op->mlink);
+        *op_p = op;
+        return COLL_OK;
     }
     return match_posted_clash(m, tag) ? coll_tp_match_p2p_clash(m, tag) : COLL_OK;
 }
 
 coll_tp_op_t *coll_tp_match_lookup_copy(coll_tp_match_t *m, uint64_t tag, size_t total)
 {
-    for (coll_tp_op_t *op = m->posted_head; op != NULL; op = op->next) {
-        if (op->tag == tag) {
-            return (op->operand == NULL && op->dev == NULL && op->len == total) ? op : NULL;
-        }
-    }
-    return NULL;
+    coll_tp_op_t *op = match_find_posted(m, tag);
+    return (op != NULL && op->operand == NULL && op->dev == NULL && op->len == total) ? op : NULL;
 }
 
 coll_result_t coll_tp_match_account(coll_tp_match_t *m, coll_tp_op_t *op, size_t n)
@@ -409,10 +368,10 @@ coll_result_t coll_tp_match_account(coll_tp_match_t *m, coll_tp_op_t *op, size_t
     if (op->bytes < op->len) {
         return COLL_OK;
     }
-    coll_tp_op_t *prev = NULL;
-    for (coll_tp_op_t *p = m->posted_head; p != NULL; prev = p, p = p->next) {
-        if (p == op) {
-            match_unlink_posted(m, prev, op);
+    for (coll_tp_mlink_t *l = coll_tp_mindex_find(&m->posted, op->tag, NULL); l != NULL;
+         l                  = coll_tp_mindex_find(&m->posted, op->tag, l)) {
+        if (l == &op->mlink) {
+            coll_tp_mindex_remove(&m->posted, l);
             match_complete(op, COLL_OK);
             return COLL_OK;
         }

@@ -2,28 +2,31 @@
 /*
  * Tag matching shared by the byte-stream transports (shm, tcp): posted receives per endpoint,
  * unexpected messages buffered until their receive is posted, delivery by copy or by
- * reduction on arrival. Fragments of a message may arrive in any order; each fragment carries
- * (tag, total length, offset) and offsets/lengths are multiples of 8 except at a message end.
+ * reduction on arrival. Both are indexed by tag (match_index.h): the oldest of a tag is found
+ * at once, however many thousands of calls are outstanding. Fragments of a message may arrive in
+ * any order; each fragment carries (tag, total length, offset) and offsets/lengths are multiples of
+ * 8 except at a message end.
  */
 #ifndef COLL_TP_MATCH_H
 #define COLL_TP_MATCH_H
 
+#include "match_index.h"
 #include "transport.h"
 
 typedef struct coll_tp_unexp {
+    coll_tp_mlink_t       link; /* in the match's unexp index */
     uint64_t              tag;
     size_t                total; /* message length announced by the sender */
     size_t                bytes; /* received so far */
     char                 *data;  /* cap >= total bytes */
     size_t                cap;
     coll_tp_op_t         *waiting; /* receive posted while the message was still arriving */
-    struct coll_tp_unexp *next;
+    struct coll_tp_unexp *next;    /* the spare list */
 } coll_tp_unexp_t;
 
 typedef struct coll_tp_match {
-    coll_tp_op_t    *posted_head;
-    coll_tp_op_t    *posted_tail;
-    coll_tp_unexp_t *unexp_head;
+    coll_tp_mindex_t posted;      /* receives waiting for their message, by tag (op->mlink) */
+    coll_tp_mindex_t unexp;       /* messages waiting for their receive, by tag */
     int              peer;        /* for error messages */
     const char      *tpname;      /* for error messages */
     size_t           unexp_bytes; /* buffered now */
@@ -84,7 +87,7 @@ coll_result_t coll_tp_match_take(coll_tp_match_t *m, uint64_t tag, size_t total,
 /* Is anything posted (a receive waiting for data)? */
 static inline int coll_tp_match_busy(const coll_tp_match_t *m)
 {
-    return m->posted_head != NULL || m->nwaiting > 0;
+    return m->posted.count > 0 || m->nwaiting > 0;
 }
 
 /* Should the transport stop taking the peer's messages for now? When COLL_UNEXPECTED_MAX bytes

@@ -85,6 +85,13 @@ typedef struct coll_tp_init_args {
 
 typedef void (*coll_tp_done_fn_t)(void *arg, coll_result_t status);
 
+/* A record's place in the tag index of matching (transports/match.h). */
+typedef struct coll_tp_mlink {
+    struct coll_tp_mlink *next;
+    struct coll_tp_mlink *prev;
+    uint64_t              tag;
+} coll_tp_mlink_t;
+
 /* One message to send or receive. Fields above the line are set by the caller. */
 typedef struct coll_tp_op {
     void        *buf;     /* send: source; recv: destination */
@@ -101,6 +108,7 @@ typedef struct coll_tp_op {
     void                     *arg;  /* its argument */
     /* ---- owned by the transport / matching layer while in flight ---- */
     size_t             bytes; /* bytes sent, or delivered into buf */
+    coll_tp_mlink_t    mlink; /* a posted receive's place in matching's index */
     struct coll_tp_op *next;
     void              *tp_priv; /* transport's own per-op pointer */
 } coll_tp_op_t;

@@ -54,6 +54,11 @@ struct coll_comm {
     uint32_t                *recv_seq; /* per peer: user receives posted */
     struct coll_request     *active;   /* started, not finished */
     struct coll_request     *zombies;  /* failed, parked until destroy */
+    struct coll_request     *runq;     /* active ones a progress pass visits (engine.c) */
+    struct coll_request     *runq_tail;
+    struct coll_request     *parked; /* active ones whose window epoch cannot start yet */
+    struct coll_request     *parked_tail;
+    uint64_t                 runq_pass; /* progress passes made */
     struct coll_sched_entry *cache[COLL_SCHED_CACHE];
     uint64_t                 cache_clock;
     double                   last_progress;  /* when any step last completed */

@@ -52,6 +52,7 @@ void coll_engine_free_zombies(coll_comm_t *comm)
     }
     /* requests never waited or tested to their end (destroy with operations still running):
      * the caller may no longer use them, and no transport holds their operations any more */
+    comm->runq = comm->runq_tail = comm->parked = comm->parked_tail = NULL;
     while (comm->active != NULL) {
         coll_task_t *req = comm->active;
         comm->active     = req->next;
@@ -174,8 +175,108 @@ static coll_result_t engine_sched_get(coll_comm_t *comm, const coll_args_t *args
     return COLL_OK;
 }
 
+/*
+ * The run queue. A progress pass visits the active requests a transport finished an operation
+ * of since the last pass and those that poll, not every active one: with thousands of
+ * non-blocking operations outstanding, a wait for each in turn would otherwise cost a walk over
+ * all of them per pass (quadratic in the operations). Requests whose window steps cannot run
+ * before this rank acknowledges an earlier epoch are parked, in epoch order, instead of polled.
+ */
+enum { RUNQ_QUEUED = 1, RUNQ_PARKED = 2 };
+
+static void runq_remove(coll_comm_t *comm, coll_task_t *req)
+{
+    coll_task_t **head = req->on_runq == RUNQ_PARKED ? &comm->parked : &comm->runq;
+    coll_task_t **tail = req->on_runq == RUNQ_PARKED ? &comm->parked_tail : &comm->runq_tail;
+
+    if (!req->on_runq) {
+        return;
+    }
+    if (req->runq_prev != NULL) {
+        req->runq_prev->runq_next = req->runq_next;
+    } else {
+        *head = req->runq_next;
+    }
+    if (req->runq_next != NULL) {
+        req->runq_next->runq_prev = req->runq_prev;
+    } else {
+        *tail = req->runq_prev;
+    }
+    req->runq_next = req->runq_prev = NULL;
+    req->on_runq                    = 0;
+}
+
+/* Put req after `after` (NULL: first) in the list of head and tail. */
+static void runq_insert(coll_task_t **head, coll_task_t **tail, coll_task_t *after,
+                        coll_task_t *req)
+{
+    req->runq_prev = after;
+    req->runq_next = after != NULL ? after->runq_next : *head;
+    if (req->runq_next != NULL) {
+        req->runq_next->runq_prev = req;
+    } else {
+        *tail = req;
+    }
+    if (after != NULL) {
+        after->runq_next = req;
+    } else {
+        *head = req;
+    }
+}
+
+void coll_engine_mark(coll_task_t *req)
+{
+    coll_comm_t *comm = req->comm;
+    if (!req->linked || req->on_runq == RUNQ_QUEUED) {
+        return;
+    }
+    runq_remove(comm, req); /* parked: a transport finished one of its other operations */
+    runq_insert(&comm->runq, &comm->runq_tail, comm->runq_tail, req);
+    req->on_runq = RUNQ_QUEUED;
+}
+
+/* Window steps of epoch e run after every rank acknowledged e - 2 (window.c): not before this
+ * rank has, and the peers' flags of epoch e wait for the same. */
+static int engine_parks(const coll_comm_t *comm, const coll_task_t *req)
+{
+    return req->nwinq > 0 && !req->detached && req->win_epoch > comm->win_acked + 2;
+}
+
+static void engine_park(coll_comm_t *comm, coll_task_t *req)
+{
+    coll_task_t *after = comm->parked_tail;
+    while (after != NULL && after->win_epoch > req->win_epoch) {
+        after = after->runq_prev;
+    }
+    runq_insert(&comm->parked, &comm->parked_tail, after, req);
+    req->on_runq = RUNQ_PARKED;
+}
+
+/* Does req need a visit every pass, whatever its transports do? Window steps wait for flags, a
+ * gated request for another thread, a detached one for its end or the communicator's error. */
+static int engine_polls(const coll_task_t *req)
+{
+    return req->nwinq > 0 || req->detached ||
+           atomic_load_explicit(&req->gate_closed, memory_order_acquire);
+}
+
+/* After a visit (or the start): park it, queue it to poll, or leave it to its transports. */
+static void engine_requeue(coll_comm_t *comm, coll_task_t *req)
+{
+    if (req->on_runq) {
+        return; /* queued again during the visit */
+    }
+    if (engine_parks(comm, req)) {
+        engine_park(comm, req);
+    } else if (engine_polls(req)) {
+        coll_engine_mark(req);
+    }
+}
+
 static void engine_unlink(coll_comm_t *comm, coll_task_t *req)
 {
+    runq_remove(comm, req);
+    req->linked = 0;
     if (req->prev != NULL) {
         req->prev->next = req->next;
     } else if (comm->active == req) {
@@ -306,8 +407,10 @@ static coll_result_t engine_start(coll_comm_t *comm, const coll_args_t *args, co
         comm->active->prev = req;
     }
     comm->active        = req;
+    req->linked         = 1;
     comm->last_progress = req->t_start;
     coll_task_progress(req);
+    engine_requeue(comm, req);
     if (req->status < 0) {
         engine_report_failure(comm, req);
     }
@@ -381,9 +484,16 @@ coll_result_t coll_engine_progress(coll_comm_t *comm)
             }
         }
     }
-    for (coll_task_t *req = comm->active, *next; req != NULL; req = next) {
+    /* Requests queued during the pass (a visit's transport calls finish other requests'
+     * operations) are visited in it; one visited already ends it, and waits for the next. */
+    uint64_t pass = ++comm->runq_pass;
+    while (comm->parked != NULL && comm->parked->win_epoch <= comm->win_acked + 2) {
+        coll_engine_mark(comm->parked);
+    }
+    for (coll_task_t *req = comm->runq; req != NULL && req->runq_pass != pass; req = comm->runq) {
         uint32_t before = req->ncomplete;
-        next            = req->next;
+        runq_remove(comm, req);
+        req->runq_pass = pass;
         coll_task_progress(req);
         if (req->ncomplete != before) {
             moved = 1;
@@ -393,7 +503,9 @@ coll_result_t coll_engine_progress(coll_comm_t *comm)
             engine_report_failure(comm, req);
         }
         if (req->detached && (req->finished || req->status < 0 || comm->error != COLL_OK)) {
-            engine_detached_end(req);
+            engine_detached_end(req); /* may free it */
+        } else {
+            engine_requeue(comm, req);
         }
     }
     if (moved) {

@@ -74,8 +74,16 @@ typedef struct coll_request {
      * themselves (GPUDirect RDMA, coll_sched_device_fits); local steps run on the device, and
      * the transports' copies by this (src/cuda/devmem.h). NULL otherwise. */
     const struct coll_devmem *dev;
-    struct coll_request      *next;
+    struct coll_request      *next; /* comm->active */
     struct coll_request      *prev;
+    int                       linked; /* on comm->active */
+    /* comm->runq: a transport finished one of its operations, or it polls (window steps, a
+     * closed gate, detached); runq_pass is the pass that last visited it. comm->parked: its
+     * window steps wait for an epoch this rank has not acknowledged yet (by epoch). */
+    int                  on_runq; /* 0, RUNQ_QUEUED or RUNQ_PARKED (engine.c) */
+    uint64_t             runq_pass;
+    struct coll_request *runq_next;
+    struct coll_request *runq_prev;
 } coll_task_t;
 
 /* Does the endpoint of peer move device memory (COLL_TP_CAP_CUDA_MEM in its ep_caps)? comm is
@@ -153,6 +161,10 @@ void coll_engine_wake(coll_comm_t *comm);
 /* Peer a request is blocked on (a window flag or acknowledgement it waits for, else the first
  * started, unfinished receive, else send), or -1. */
 int coll_engine_waiting_peer(const coll_task_t *req);
+
+/* Queue req for the next progress pass (a transport finished one of its operations); lock held.
+ * Requests no longer active (parked failures) are not queued. */
+void coll_engine_mark(coll_task_t *req);
 
 /* task.c */
 coll_result_t coll_task_init(coll_task_t *req);

@@ -36,6 +36,7 @@ static void task_op_done(void *arg, coll_result_t status)
         req->fail_peer = req->entry->sched.steps[to->step].peer;
     }
     req->doneq[req->ndone++] = to->step;
+    coll_engine_mark(req);
 }
 
 coll_result_t coll_task_init(coll_task_t *req)

@@ -2,7 +2,8 @@
 /*
  * Point-to-point and barrier: ring exchange with non-blocking send/recv of several sizes
  * (0, 1, 7, many chunks), messages matched in order per peer, many outstanding requests at
- * once, coll_test polling, and barriers; over every transport and several rank counts.
+ * once, coll_test polling, and barriers; over every transport and several rank counts. Then
+ * thousands of sends, receives and all-reduces outstanding at once, waited for newest first.
  */
 #include "coll_test.h"
 #include "util.h"
@@ -78,6 +79,51 @@ static int p2p_rank(int rank, int n, coll_comm_t *comm, void *arg)
     return 0;
 }
 
+/* NMANY sends and receives around the ring with an all-reduce every 16th message, all started
+ * before any is waited for, then waited for newest first (coll_test on every other one): each
+ * progress pass visits only the requests that moved, whatever their number. */
+#define NMANY 4000
+
+static int many_rank(int rank, int n, coll_comm_t *comm, void *arg)
+{
+    int              right = (rank + 1) % n, left = (rank + n - 1) % n, nar = NMANY / 16, k = 0;
+    int32_t         *out = malloc(sizeof(int32_t) * 2 * NMANY), *in = out + NMANY;
+    int64_t         *sums = calloc((size_t)nar, sizeof(int64_t));
+    coll_request_t **reqs = calloc(2 * NMANY + (size_t)nar, sizeof(*reqs));
+    (void)arg;
+    for (int i = 0; i < NMANY; i++) {
+        out[i] = rank * 100003 + i;
+        in[i]  = -1;
+        ASSERT_OK(coll_irecv(&in[i], 1, COLL_INT32, left, comm, &reqs[k++]));
+        ASSERT_OK(coll_isend(&out[i], 1, COLL_INT32, right, comm, &reqs[k++]));
+        if (i % 16 == 0) {
+            int64_t *v = &sums[i / 16];
+            *v         = rank + i;
+            ASSERT_OK(coll_iallreduce(v, v, 1, COLL_INT64, COLL_SUM, comm, &reqs[k++]));
+        }
+    }
+    while (k > 0) {
+        int done = k % 2;
+        while (!done) {
+            ASSERT_OK(coll_test(reqs[k - 1], &done));
+        }
+        if (k % 2 != 0) {
+            ASSERT_OK(coll_wait(reqs[k - 1]));
+        }
+        k--;
+    }
+    for (int i = 0; i < NMANY; i++) {
+        ASSERT_EQ(in[i], left * 100003 + i);
+        if (i % 16 == 0) {
+            ASSERT_EQ(sums[i / 16], (int64_t)n * (n - 1) / 2 + (int64_t)n * i);
+        }
+    }
+    free(out);
+    free(sums);
+    free(reqs);
+    return 0;
+}
+
 /* A send and a receive of different counts, of several chunks or one empty: the receive fails
  * with COLL_ERR_MISMATCH at once (it used to take the first chunks and return success over tcp,
  * the rest of the message dropped; a count of 0 sent nothing at all). The sender may finish, or
@@ -129,6 +175,17 @@ int main(void)
                 .nranks = counts[i], .want_comm = 1, .timeout_s = 120, .transport = tps[t]};
             int rc = coll_test_run_ranks(&o, p2p_rank, NULL);
             printf("%s: p2p over %s, %d ranks\n", rc ? "FAIL" : "PASS", tps[t], counts[i]);
+            total++;
+            failed += rc != 0;
+        }
+    }
+    for (int t = 0; t < ntp; t++) {
+        for (int nr = 2; nr <= 3; nr++) {
+            coll_test_opts_t o = {
+                .nranks = nr, .want_comm = 1, .timeout_s = 120, .transport = tps[t]};
+            int rc = coll_test_run_ranks(&o, many_rank, NULL);
+            printf("%s: %d sends, receives and all-reduces outstanding over %s, %d ranks\n",
+                   rc ? "FAIL" : "PASS", NMANY * 2 + NMANY / 16, tps[t], nr);
             total++;
             failed += rc != 0;
         }

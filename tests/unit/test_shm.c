@@ -324,7 +324,7 @@ static void test_reduce(coll_tp_ctx_t *ctx, coll_tp_ep_t **eps, uint64_t ring, i
                 double deadline = coll_time_s() + 10.0;
                 for (int p = 0; p < g_nranks; p++) {
                     shm_ep_t *e = (shm_ep_t *)eps[p];
-                    while (p != g_rank && e->match.unexp_head == NULL) {
+                    while (p != g_rank && e->match.unexp.count == 0) {
                         T->progress(ctx);
                         ASSERT_TRUE(coll_time_s() < deadline);
                     }
@@ -359,7 +359,7 @@ static void test_unexpected(coll_tp_ctx_t *ctx, coll_tp_ep_t **eps)
     barrier();
     shm_ep_t *e        = (shm_ep_t *)eps[from];
     double    deadline = coll_time_s() + 10.0;
-    while (e->match.unexp_head == NULL) {
+    while (e->match.unexp.count == 0) {
         T->progress(ctx);
         ASSERT_TRUE(coll_time_s() < deadline);
     }
@@ -477,7 +477,7 @@ static void phase_fail(coll_tp_ctx_t *ctx, coll_tp_ep_t **eps, uint64_t comm_id)
         /* unexpected 100 bytes, then a receive of 50: immediate error */
         shm_ep_t *e        = (shm_ep_t *)eps[0];
         double    deadline = coll_time_s() + 10.0;
-        while (e->match.unexp_head == NULL) {
+        while (e->match.unexp.count == 0) {
             T->progress(ctx);
             ASSERT_TRUE(coll_time_s() < deadline);
         }
