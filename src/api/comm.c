@@ -8,6 +8,7 @@
 #include "api/register.h"
 #include "cuda/cuda.h"
 #include "api/tune.h"
+#include "bootstrap/bootstrap.h"
 #include "topo/local.h"
 #include "topo/nic.h"
 #include "engine/engine.h"
@@ -79,6 +80,19 @@ coll_result_t coll_comm_fail_logged(coll_comm_t *comm, coll_result_t st, const c
     }
     snprintf(comm->last_error, sizeof(comm->last_error), "%s", msg);
     return comm_fail_set(comm, st, 0);
+}
+
+int coll_comm_tell_failed(coll_comm_t *comm, coll_result_t st, const char *why)
+{
+    if (st == COLL_ERR_ABORTED || st == COLL_ERR_REVOKED || comm->bs == NULL || comm->nranks < 2 ||
+        coll_bootstrap_poll(comm->bs, NULL, 0) != COLL_OK ||
+        atomic_exchange(&comm->told_failed, 1) != 0) {
+        return 0;
+    }
+    char reason[500]; /* a notice's text is at most 511 bytes: cut, never refused */
+    snprintf(reason, sizeof(reason), "%.499s", why);
+    coll_bootstrap_failed(comm->bs, reason);
+    return 1;
 }
 
 /* This rank's position among the ranks of its host, in rank order. */

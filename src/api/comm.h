@@ -124,6 +124,12 @@ coll_result_t coll_comm_fail(coll_comm_t *comm, coll_result_t st, const char *fm
     __attribute__((format(printf, 3, 4)));
 /* The same for an error whose line the caller has logged already: msg is not logged again. */
 coll_result_t coll_comm_fail_logged(coll_comm_t *comm, coll_result_t st, const char *msg);
+/* This rank's communicator failed (st) of a cause the others cannot see (a split refused here, a
+ * send and a receive that disagree): unless they heard of it already (an abort or revoke is
+ * announced when made, a failure the bootstrap reported came from it), announce it through the
+ * bootstrap, once, so that their calls fail now naming this rank instead of waiting for it to
+ * their timeout. why is the text they are given. Returns 1 when it told them. */
+int coll_comm_tell_failed(coll_comm_t *comm, coll_result_t st, const char *why);
 
 /* This rank's coll_comm_abort as the communicator's error, unless it has one (lock held). */
 void coll_comm_abort_record(coll_comm_t *comm);

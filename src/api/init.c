@@ -160,21 +160,13 @@ static int split_cmp(const void *a, const void *b)
     return x->rank < y->rank ? -1 : x->rank > y->rank;
 }
 
-/* This rank joins no split round: unless the others heard of the failure already (an abort or
- * revoke is announced when made, a failure reported by the bootstrap came from it), tell them
- * once, so that their split fails now naming this rank instead of waiting for the round until
- * COLL_BOOTSTRAP_TIMEOUT. Returns 1 when it told them. */
+/* This rank joins no split round: tell the others (coll_comm_tell_failed), so that their split
+ * fails now naming this rank instead of waiting for the round until COLL_BOOTSTRAP_TIMEOUT. */
 static int split_tell_failed(coll_comm_t *comm, coll_result_t st, const char *why)
 {
-    if (st == COLL_ERR_ABORTED || st == COLL_ERR_REVOKED || comm->bs == NULL || comm->nranks < 2 ||
-        coll_bootstrap_poll(comm->bs, NULL, 0) != COLL_OK ||
-        atomic_exchange(&comm->told_failed, 1) != 0) {
-        return 0;
-    }
-    char reason[500]; /* a notice's text is at most 511 bytes: cut, never refused */
+    char reason[500];
     snprintf(reason, sizeof(reason), "%.470s; it left coll_comm_split", why);
-    coll_bootstrap_failed(comm->bs, reason);
-    return 1;
+    return coll_comm_tell_failed(comm, st, reason);
 }
 
 /* The split was refused or failed on this rank while the others are in (or on their way to)

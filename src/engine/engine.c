@@ -358,6 +358,13 @@ static void engine_report_failure(coll_comm_t *comm, coll_task_t *req)
     coll_comm_fail(comm, req->status, "rank %d: %s #%u failed talking to rank %d: %s", comm->rank,
                    coll_op_name(req->args.coll), req->seq, req->fail_peer, why);
     req->status = comm->error;
+    /* A send and a receive that disagree are seen by the receiving side alone; the sender (a
+     * single-copy send waits for its receiver) would wait for it to its timeout. Collectives'
+     * mismatches are named by every rank's own diagnosis instead (diag.c). */
+    if (req->status == COLL_ERR_MISMATCH &&
+        (req->args.coll == COLL_OP_SEND || req->args.coll == COLL_OP_RECV)) {
+        coll_comm_tell_failed(comm, req->status, comm->last_error);
+    }
 }
 
 static coll_result_t engine_start(coll_comm_t *comm, const coll_args_t *args, const void *sendbuf,
