@@ -317,9 +317,18 @@ static void diag_exchange(coll_comm_t *comm, const char *msg, coll_result_t alon
 
 void coll_diag_timeout(coll_comm_t *comm, coll_task_t *req)
 {
-    char   desc[128], moved[64] = "", msg[sizeof(comm->last_error)];
-    int    peer    = req != NULL ? coll_engine_waiting_peer(req) : comm->small_waiting;
-    double moved_s = req != NULL ? comm->last_progress - req->t_start : 0.0;
+    char         desc[128], moved[64] = "", behind[48] = "", msg[sizeof(comm->last_error)];
+    int          peer    = req != NULL ? coll_engine_waiting_peer(req) : comm->small_waiting;
+    double       moved_s = req != NULL ? comm->last_progress - req->t_start : 0.0;
+    coll_task_t *oldest  = req != NULL && req->win_epoch > 0 ? coll_diag_oldest(comm) : NULL;
+
+    /* A call on the shared windows waits for every earlier one (their epochs): one waited for
+     * out of order waits on some rank's acknowledgement (this rank's own, or the lowest rank's
+     * that lags), so name whom the oldest call waits on */
+    if (oldest != NULL && oldest != req) {
+        peer = coll_engine_waiting_peer(oldest);
+        snprintf(behind, sizeof(behind), " (behind op #%u)", oldest->seq);
+    }
 
     coll_diag_describe(req != NULL ? &req->args : &comm->small_args, desc, sizeof(desc));
     if (moved_s >= 0.01) {
@@ -328,9 +337,10 @@ void coll_diag_timeout(coll_comm_t *comm, coll_task_t *req)
         snprintf(moved, sizeof(moved), " after moving for %.2f s", moved_s);
     }
     snprintf(msg, sizeof(msg),
-             "rank %d: %s op #%u made no progress for %.1f s (COLL_TIMEOUT)%s; waiting on rank %d",
+             "rank %d: %s op #%u made no progress for %.1f s (COLL_TIMEOUT)%s; waiting on rank "
+             "%d%s",
              comm->rank, desc, req != NULL ? req->seq : comm->small_seq, comm->timeout_s, moved,
-             peer);
+             peer, behind);
     diag_exchange(comm, msg, COLL_ERR_TIMEOUT, " (every rank is in this call)");
 }
 

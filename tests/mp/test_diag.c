@@ -2,7 +2,8 @@
 /*
  * Hang and desync diagnosis, end to end over every test transport: ranks that call different
  * collectives (or the same one with another count) fail with COLL_ERR_MISMATCH naming them,
- * within COLL_TIMEOUT plus the exchange; a silent rank is named by the one-line timeout report;
+ * within COLL_TIMEOUT plus the exchange; a silent rank is named by the one-line timeout report
+ * (also by a rank waiting for the newest of many calls);
  * coll_comm_dump_pending describes a pending call; SIGUSR1 does not kill a rank; and
  * coll_comm_stats names the rank that arrives late.
  */
@@ -128,6 +129,35 @@ static int silent(int rank, int n, coll_comm_t *comm, void *arg)
     return 0;
 }
 
+/* ---- a silent rank behind many non-blocking calls on the shared windows, the newest waited for
+ * first: the line names the silent rank, not the lowest rank whose window acknowledgement lags
+ * (this rank's own). Elsewhere a call names the rank it waits on directly, which may itself
+ * wait on the silent one. ---- */
+static int silent_many(int rank, int n, coll_comm_t *comm, void *arg)
+{
+    enum { NCALLS = 200 };
+    static double   v[NCALLS][4];
+    coll_request_t *req[NCALLS];
+    (void)n;
+    (void)arg;
+    if (rank == 1) {
+        usleep(3500000);
+        return 0;
+    }
+    for (int i = 0; i < NCALLS; i++) {
+        ASSERT_OK(coll_iallreduce(v[i], v[i], 4, COLL_FLOAT64, COLL_SUM, comm, &req[i]));
+    }
+    ASSERT_EQ(coll_wait(req[NCALLS - 1]), COLL_ERR_TIMEOUT);
+    printf("rank %d: %s\n", rank, coll_comm_last_error(comm));
+    fflush(stdout);
+    ASSERT_STR_CONTAINS(coll_comm_last_error(comm), "op #199 made no progress for 1.0 s");
+    ASSERT_STR_CONTAINS(coll_comm_last_error(comm), "waiting on rank 1");
+    for (int i = 0; i < NCALLS - 1; i++) {
+        ASSERT_EQ(coll_wait(req[i]), COLL_ERR_TIMEOUT);
+    }
+    return 0;
+}
+
 /* ---- the pending-operation text, and SIGUSR1 while a call is pending ---- */
 static int pending(int rank, int n, coll_comm_t *comm, void *arg)
 {
@@ -220,6 +250,10 @@ int main(void)
         failed += run("count differs on one rank", tps[t], 3, desync_count);
         failed += run("a rank skipped a call", tps[t], 3, desync_skip);
         failed += run("silent rank named by the timeout line", tps[t], 2, silent);
+        if (strcmp(tps[t], "shm") == 0) { /* the calls on the shared windows */
+            failed +=
+                run("silent rank behind 200 calls, the newest waited for", tps[t], 3, silent_many);
+        }
         failed += run("blocking against non-blocking all-reduce", tps[t], 2, blocking_mix);
         setenv("COLL_TIMEOUT", "30", 1);
         failed += run("pending operations and SIGUSR1", tps[t], 2, pending);
