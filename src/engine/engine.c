@@ -480,6 +480,26 @@ static void engine_detached_end(coll_task_t *req)
     }
 }
 
+/* Progress rounds per pass at most (each visits the queue once). */
+#define ENGINE_ROUNDS_MAX 8
+
+/* Is there anything for a round: a queued request (the first round polls them all), parked
+ * calls whose epoch may start, or, after a round, a queued one with steps to account? */
+static int engine_has_work_after(const coll_comm_t *comm, uint64_t pass)
+{
+    if (comm->parked != NULL && comm->parked->win_epoch <= comm->win_acked + 2) {
+        return 1;
+    }
+    for (const coll_task_t *r = comm->runq; r != NULL; r = r->runq_next) {
+        if (r->runq_pass != pass ||
+            (r->status == COLL_OK && (r->ndone > 0 || r->nready > 0) &&
+             !atomic_load_explicit(&r->gate_closed, memory_order_acquire))) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 coll_result_t coll_engine_progress(coll_comm_t *comm)
 {
     int moved = 0;
@@ -491,28 +511,35 @@ coll_result_t coll_engine_progress(coll_comm_t *comm)
             }
         }
     }
-    /* Requests queued during the pass (a visit's transport calls finish other requests'
-     * operations) are visited in it; one visited already ends it, and waits for the next. */
-    uint64_t pass = ++comm->runq_pass;
-    while (comm->parked != NULL && comm->parked->win_epoch <= comm->win_acked + 2) {
-        coll_engine_mark(comm->parked);
-    }
-    for (coll_task_t *req = comm->runq; req != NULL && req->runq_pass != pass; req = comm->runq) {
-        uint32_t before = req->ncomplete;
-        runq_remove(comm, req);
-        req->runq_pass = pass;
-        coll_task_progress(req);
-        if (req->ncomplete != before) {
-            moved = 1;
-            engine_record(req);
+    /* Requests queued during a round (a visit's transport calls finish other requests'
+     * operations) are visited in it; one visited already ends the round. Another round runs
+     * while the rounds leave work behind: parked calls whose epoch may start now, or a queued
+     * request with finished steps to account (a waiter must not sleep on work of its own). */
+    for (int round = 0;
+         round < ENGINE_ROUNDS_MAX && (round == 0 || engine_has_work_after(comm, comm->runq_pass));
+         round++) {
+        uint64_t pass = ++comm->runq_pass;
+        while (comm->parked != NULL && comm->parked->win_epoch <= comm->win_acked + 2) {
+            coll_engine_mark(comm->parked);
         }
-        if (req->status < 0 && comm->error == COLL_OK) {
-            engine_report_failure(comm, req);
-        }
-        if (req->detached && (req->finished || req->status < 0 || comm->error != COLL_OK)) {
-            engine_detached_end(req); /* may free it */
-        } else {
-            engine_requeue(comm, req);
+        for (coll_task_t *req = comm->runq; req != NULL && req->runq_pass != pass;
+             req              = comm->runq) {
+            uint32_t before = req->ncomplete;
+            runq_remove(comm, req);
+            req->runq_pass = pass;
+            coll_task_progress(req);
+            if (req->ncomplete != before) {
+                moved = 1;
+                engine_record(req);
+            }
+            if (req->status < 0 && comm->error == COLL_OK) {
+                engine_report_failure(comm, req);
+            }
+            if (req->detached && (req->finished || req->status < 0 || comm->error != COLL_OK)) {
+                engine_detached_end(req); /* may free it */
+            } else {
+                engine_requeue(comm, req);
+            }
         }
     }
     if (moved) {
