@@ -58,7 +58,7 @@ struct coll_comm {
     struct coll_request     *runq_tail;
     struct coll_request     *parked; /* active ones whose window epoch cannot start yet */
     struct coll_request     *parked_tail;
-    uint64_t                 runq_pass; /* progress passes made */
+    uint64_t                 runq_pass; /* progress rounds made (engine.c) */
     struct coll_sched_entry *cache[COLL_SCHED_CACHE];
     uint64_t                 cache_clock;
     double                   last_progress;  /* when any step last completed */

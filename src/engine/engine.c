@@ -483,11 +483,17 @@ static void engine_detached_end(coll_task_t *req)
 /* Progress rounds per pass at most (each visits the queue once). */
 #define ENGINE_ROUNDS_MAX 8
 
-/* Is there anything for a round: a queued request (the first round polls them all), parked
- * calls whose epoch may start, or, after a round, a queued one with steps to account? */
+/* May the oldest parked call's epoch start now? */
+static int engine_parked_ready(const coll_comm_t *comm)
+{
+    return comm->parked != NULL && !engine_parks(comm, comm->parked);
+}
+
+/* Did round `pass` leave work for another: a parked call whose epoch may start, a request
+ * queued but not visited in it, or one visited with finished steps still to account? */
 static int engine_has_work_after(const coll_comm_t *comm, uint64_t pass)
 {
-    if (comm->parked != NULL && comm->parked->win_epoch <= comm->win_acked + 2) {
+    if (engine_parked_ready(comm)) {
         return 1;
     }
     for (const coll_task_t *r = comm->runq; r != NULL; r = r->runq_next) {
@@ -519,7 +525,7 @@ coll_result_t coll_engine_progress(coll_comm_t *comm)
          round < ENGINE_ROUNDS_MAX && (round == 0 || engine_has_work_after(comm, comm->runq_pass));
          round++) {
         uint64_t pass = ++comm->runq_pass;
-        while (comm->parked != NULL && comm->parked->win_epoch <= comm->win_acked + 2) {
+        while (engine_parked_ready(comm)) {
             coll_engine_mark(comm->parked);
         }
         for (coll_task_t *req = comm->runq; req != NULL && req->runq_pass != pass;

@@ -78,7 +78,7 @@ typedef struct coll_request {
     struct coll_request      *prev;
     int                       linked; /* on comm->active */
     /* comm->runq: a transport finished one of its operations, or it polls (window steps, a
-     * closed gate, detached); runq_pass is the pass that last visited it. comm->parked: its
+     * closed gate, detached); runq_pass is the round that last visited it. comm->parked: its
      * window steps wait for an epoch this rank has not acknowledged yet (by epoch). */
     int                  on_runq; /* 0, RUNQ_QUEUED or RUNQ_PARKED (engine.c) */
     uint64_t             runq_pass;
