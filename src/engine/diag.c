@@ -315,17 +315,30 @@ static void diag_exchange(coll_comm_t *comm, const char *msg, coll_result_t alon
     coll_free(group);
 }
 
+/* The pending call on the shared windows with the lowest epoch, or NULL. */
+static coll_task_t *diag_oldest_window(coll_comm_t *comm)
+{
+    coll_task_t *best = NULL;
+    for (coll_task_t *r = comm->active; r != NULL; r = r->next) {
+        if (r->win_epoch > 0 && !r->finished && (best == NULL || r->win_epoch < best->win_epoch)) {
+            best = r;
+        }
+    }
+    return best;
+}
+
 void coll_diag_timeout(coll_comm_t *comm, coll_task_t *req)
 {
     char         desc[128], moved[64] = "", behind[48] = "", msg[sizeof(comm->last_error)];
     int          peer    = req != NULL ? coll_engine_waiting_peer(req) : comm->small_waiting;
     double       moved_s = req != NULL ? comm->last_progress - req->t_start : 0.0;
-    coll_task_t *oldest  = req != NULL && req->win_epoch > 0 ? coll_diag_oldest(comm) : NULL;
+    coll_task_t *oldest  = req != NULL && req->win_epoch > 0 ? diag_oldest_window(comm) : NULL;
 
     /* A call on the shared windows waits for every earlier one (their epochs): one waited for
      * out of order waits on some rank's acknowledgement (this rank's own, or the lowest rank's
-     * that lags), so name whom the oldest call waits on */
-    if (oldest != NULL && oldest != req) {
+     * that lags), so name whom the oldest window call waits on */
+    if (oldest != NULL && oldest->win_epoch < req->win_epoch &&
+        coll_engine_waiting_peer(oldest) >= 0) {
         peer = coll_engine_waiting_peer(oldest);
         snprintf(behind, sizeof(behind), " (behind op #%u)", oldest->seq);
     }
