@@ -108,7 +108,7 @@ grep -q "^step   12/12 .*| val " "$T/four.out" || { echo "FAIL: no progress line
 # stragglers: rank 1 (DDP) or rank 2 (ZeRO-1) sleeps 30 ms before each step's compute; the last
 # arrival summary must show it the latest on average (5 ms or more, twice any other rank) and,
 # with DDP (one skewed all-reduce per step), last in most of the skewed collectives
-straggler() { # name, rank, minimum % last
+names_straggler() { # name, rank, minimum % last: does the summary name the rank?
     sed -n 's/^stragglers: //p' "$T/$1.out" | tail -4 | sed 's/^/  /'
     awk -v r="$2" -v minpct="$3" '/^stragglers: rank [0-9]+ arrived last/ {
             split($0, f, " "); k = f[3] + 0
@@ -117,13 +117,23 @@ straggler() { # name, rank, minimum % last
             n = k + 1 > n ? k + 1 : n }
         END { ok = n > 0 && mean[r] >= 5 && pct[r] >= minpct
               for (k = 0; k < n; k++) if (k != r && 2 * mean[k] > mean[r]) ok = 0
-              exit !ok }' "$T/$1.out" || { cat "$T/$1.out"; echo "FAIL: $1 does not name rank $2"; nfail=$((nfail + 1)); }
+              exit !ok }' "$T/$1.out"
+}
+# name, rank, minimum % last, run...: 3 ranks on the 2 CPUs of a loaded machine (a test suite
+# and a VM beside them) can make every collective's arrivals skewed, and another rank the latest
+# of the window; a second run must then name the rank
+straggler() {
+    name=$1 rank=$2 minpct=$3; shift 3
+    run "$name" "$@"
+    names_straggler "$name" "$rank" "$minpct" && return
+    echo "  $name: rank $rank not named; once more (arrivals under load)"
+    run "$name" "$@"
+    names_straggler "$name" "$rank" "$minpct" ||
+        { cat "$T/$name.out"; echo "FAIL: $name does not name rank $rank"; nfail=$((nfail + 1)); }
 }
 S="--data $srcdir/tests/ctrain/moby_dick_200k.txt --steps 8 --eval-every 4 --layers 1 --channels 32 --heads 4 --seqlen 32 --batch 2"
-run slow "$COLLRUN" -n 3 "$CTRAIN" $S --warmup 2 --slow-rank 1:30
-straggler slow 1 60
-run slowz "$COLLRUN" -n 3 "$CTRAIN" $S $Z --zero 1 --slow-rank 2:30
-straggler slowz 2 0
+straggler slow 1 60 "$COLLRUN" -n 3 "$CTRAIN" $S --warmup 2 --slow-rank 1:30
+straggler slowz 2 0 "$COLLRUN" -n 3 "$CTRAIN" $S $Z --zero 1 --slow-rank 2:30
 for bad in "--model cnn" "--model mlp --data $T" "--steps 0" "--channels 30 --heads 4" "--compress topk:2" "--comm-dtype int8" "--zero 7" "--zero 1 --compress onebit" "--zero 3 --model mlp" "--precision fp8" "--precision bf16 --zero 1" "--data $T/none.txt" "--slow-rank 1" "--slow-rank x:5" "--sparsity-warmup 5" "--compress topk:0.01 --topk-momentum 1.5" "--bogus"; do
     "$CTRAIN" $bad >"$T/bad.out" 2>&1
     rc=$?
