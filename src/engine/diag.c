@@ -330,16 +330,16 @@ static coll_task_t *diag_oldest_window(coll_comm_t *comm)
 void coll_diag_timeout(coll_comm_t *comm, coll_task_t *req)
 {
     char         desc[128], moved[64] = "", behind[48] = "", msg[sizeof(comm->last_error)];
-    int          peer    = req != NULL ? coll_engine_waiting_peer(req) : comm->small_waiting;
-    double       moved_s = req != NULL ? comm->last_progress - req->t_start : 0.0;
-    coll_task_t *oldest  = req != NULL && req->win_epoch > 0 ? diag_oldest_window(comm) : NULL;
+    int          peer        = req != NULL ? coll_engine_waiting_peer(req) : comm->small_waiting;
+    double       moved_s     = req != NULL ? comm->last_progress - req->t_start : 0.0;
+    coll_task_t *oldest      = req != NULL && req->win_epoch > 0 ? diag_oldest_window(comm) : NULL;
+    int          behind_peer = oldest != NULL ? coll_engine_waiting_peer(oldest) : -1;
 
     /* A call on the shared windows waits for every earlier one (their epochs): one waited for
      * out of order waits on some rank's acknowledgement (this rank's own, or the lowest rank's
      * that lags), so name whom the oldest window call waits on */
-    if (oldest != NULL && oldest->win_epoch < req->win_epoch &&
-        coll_engine_waiting_peer(oldest) >= 0) {
-        peer = coll_engine_waiting_peer(oldest);
+    if (oldest != NULL && oldest->win_epoch < req->win_epoch && behind_peer >= 0) {
+        peer = behind_peer;
         snprintf(behind, sizeof(behind), " (behind op #%u)", oldest->seq);
     }
 
